@@ -1,0 +1,124 @@
+"""Streaming JSON Lines reader shared by every connector.
+
+Transcript files can be hundreds of megabytes and may be appended to while we read them. The
+reader never loads a file whole, reads only up to the size the file had when it was opened (so a
+concurrent append cannot hand us half a line), and turns every bad line into a ParseIssue instead
+of an exception: the caller decides what a skipped line means, the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.capture.models import ParseIssue
+
+# A single line longer than this is skipped (recorded), not parsed: no legitimate transcript record
+# needs it and json.loads on it would hold several copies in memory.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+@dataclass
+class JsonlRead:
+    """Records of one pass over a file plus what was skipped on the way."""
+
+    path: Path
+    issues: list[ParseIssue] = field(default_factory=list)
+    lines_read: int = 0
+
+    def issue(self, reason: str, detail: str = "", line: int | None = None) -> None:
+        self.issues.append(ParseIssue(path=str(self.path), line=line, reason=reason, detail=detail))
+
+
+def iter_jsonl(path: Path, read: JsonlRead) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object) for every JSON object line of `path`.
+
+    Skipped lines and file-level problems are appended to `read.issues`. A last line without a
+    newline is accepted only if it parses (a writer may be mid-line); otherwise it is reported as
+    `truncated_line` and left for a later run.
+    """
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+    except OSError as exc:
+        read.issue("unreadable", f"{type(exc).__name__}: {exc.strerror or exc}")
+        return
+    try:
+        st = os.fstat(fh.fileno())
+        limit = st.st_size
+        if limit == 0:
+            read.issue("empty_file")
+            return
+        consumed = 0
+        line_no = 0
+        buf = b""
+        skipping_long = False
+        while consumed < limit:
+            chunk = fh.read(min(_CHUNK, limit - consumed))
+            if not chunk:
+                read.issue("changed_while_reading", "file shrank while it was read")
+                break
+            consumed += len(chunk)
+            buf += chunk
+            while True:
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > MAX_LINE_BYTES:
+                        if not skipping_long:
+                            read.issue("line_too_long", f"> {MAX_LINE_BYTES} bytes", line_no + 1)
+                        skipping_long = True
+                        buf = b""
+                    break
+                raw, buf = buf[:nl], buf[nl + 1 :]
+                line_no += 1
+                if skipping_long:
+                    skipping_long = False
+                    continue
+                obj = _decode(raw, line_no, read)
+                if obj is not None:
+                    yield line_no, obj
+        if buf and not skipping_long:
+            line_no += 1
+            obj = _decode(buf, line_no, read, last_line=True)
+            if obj is not None:
+                yield line_no, obj
+        read.lines_read = line_no
+        after = _stat_or_none(path)
+        if after is not None and (after.st_size < st.st_size or after.st_ino != st.st_ino):
+            read.issue("changed_while_reading", "file was replaced or truncated during the read")
+    except OSError as exc:
+        read.issue("unreadable", f"{type(exc).__name__}: {exc.strerror or exc}")
+    finally:
+        fh.close()
+
+
+def _decode(raw: bytes, line_no: int, read: JsonlRead, last_line: bool = False) -> dict | None:
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        read.issue("binary", "line is not UTF-8", line_no)
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        reason = "truncated_line" if last_line else "invalid_json"
+        read.issue(reason, exc.msg, line_no)
+        return None
+    if not isinstance(obj, dict):
+        read.issue("invalid_json", f"line is a JSON {type(obj).__name__}, not an object", line_no)
+        return None
+    return obj
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None

@@ -1,0 +1,182 @@
+"""Every constant that tunes pipeline behaviour, in one place.
+
+Retrieval weights are the serving side's and live in `serving/rerank_weights.py`; everything the
+pipeline decides by a threshold lives here. Each section belongs to one stage. Change a value
+here and nowhere else.
+"""
+
+from __future__ import annotations
+
+# --- capture ------------------------------------------------------------------------------
+
+# --- semantic pass ------------------------------------------------------------------------
+# Shared by memory_pipeline/semantic/{offline_rules,ollama_backend,classify}.py. Cue patterns are
+# Python regexes matched case-insensitively (write `(?-i:...)` for a case-sensitive part).
+
+# Ollama backend: one chat call per task revision.
+SEMANTIC_OLLAMA_TEMPERATURE = 0.0  # deterministic answers for the same revision
+# Fixed context window: Ollama's default (2-4k tokens) silently truncates a long task, and a
+# per-call value would reload the model whenever it changes.
+SEMANTIC_OLLAMA_NUM_CTX = 16384
+SEMANTIC_OLLAMA_MAX_TURN_CHARS = 6000  # per prompt / outcome of a new turn in the rendered task
+SEMANTIC_OLLAMA_MAX_TAIL_CHARS = 1500  # per prompt / outcome of a tail-context turn
+
+# Offline segmentation. A turn's similarity to the current segment (its last few turns) is
+#   sim = LEX_W * lex + VEC_W * vec          (lex only, weight 1, without an embedder)
+#   lex = min(1, tfidf_cosine / SEGMENT_LEX_COSINE_CEIL)
+#   vec = clip((embedding_cosine - SEGMENT_VEC_COSINE_FLOOR)
+#              / (SEGMENT_VEC_COSINE_CEIL - SEGMENT_VEC_COSINE_FLOOR), 0, 1)
+# plus SEGMENT_CONTINUATION_BONUS when the prompt refers back (leading pronoun, "also", a
+# correction). A new segment starts when sim < SEGMENT_SHIFT_THRESHOLD, or when the prompt carries
+# an explicit shift cue and sim < SEGMENT_CUE_KEEP_THRESHOLD.
+SEGMENT_PROMPT_WEIGHT = 2.0  # the prompt states the topic; the outcome mostly elaborates it
+SEGMENT_WINDOW_TURNS = 3  # how many trailing turns of the current segment a turn is compared to
+SEGMENT_LEX_WEIGHT = 0.5
+SEGMENT_VEC_WEIGHT = 0.5
+SEGMENT_LEX_COSINE_CEIL = 0.35  # tf-idf cosine at which two turns count as fully on-topic
+SEGMENT_VEC_COSINE_FLOOR = 0.10  # MiniLM cosine of unrelated coding turns
+SEGMENT_VEC_COSINE_CEIL = 0.60  # MiniLM cosine of clearly same-topic turns
+SEGMENT_SHIFT_THRESHOLD = 0.22
+SEGMENT_CUE_KEEP_THRESHOLD = 0.75
+SEGMENT_CONTINUATION_BONUS = 0.25
+SEGMENT_MIN_PROMPT_TERMS = 3  # a prompt with fewer content words never opens a segment alone
+# A lone-turn segment without a shift cue is merged into its more similar neighbour segment
+# unless it is this dissimilar to both (then it is a genuine one-turn topic).
+SEGMENT_LONE_MERGE_MIN_SIM = 0.08
+SEGMENT_TITLE_MAX_CHARS = 80
+
+SEGMENT_SHIFT_CUES = (
+    r"\bunrelated\b",
+    r"\bswitching (?:gears|topics?)\b",
+    r"\bchang(?:e|ing) (?:of |the )?(?:topic|subject)\b",
+    r"\b(?:a |on a )?(?:different|separate|side) (?:topic|question|subject|note|issue|thing)\b",
+    r"\banother (?:thing|question|topic|task|issue)\b",
+    r"\bnew (?:question|topic|task)\b",
+    r"\bmoving on\b",
+    r"\bnext (?:topic|task)\b",
+    r"\bsomething (?:else|different)\b",
+)
+SEGMENT_SHIFT_CUE_SCAN_CHARS = 120  # shift cues count only near the start of a prompt
+# A prompt opening like this refers back to the current segment.
+SEGMENT_CONTINUATION_CUES = (
+    r"^\W*(?:it|this|that|these|those|they|also|and|same|again|still|now|then|ok(?:ay)?|great"
+    r"|thanks|perfect|nice|good|yes|yep|sure|do it|go ahead|continue|proceed)\b",
+)
+
+# Offline distillation.
+DISTILL_MAX_MEMORY_CHARS = 600
+DISTILL_TITLE_MAX_CHARS = 80
+DISTILL_MAX_MEMORIES_PER_SEGMENT = 8
+DISTILL_DEDUP_JACCARD = 0.6  # two cue sentences this similar are one memory (prompt + echo)
+DECISION_CUES = (
+    r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|chose|chosen|opted|settled on|went with)\b",
+    r"\bdecided to\b",
+    r"\bdecision\s*:",
+    r"\blet'?s (?:go with|use|stick with|keep|switch|move to|drop|not use|replace)\b",
+    r"\b(?:i'm|we're|i am|we are) going with\b",
+    r"^going with\b",
+    r"\bwe(?:'ll| will| should| are going to|'re going to) (?:use|go with|switch|keep|stick"
+    r" with|drop|move to|replace)\b",
+    r"\b(?:use|using|switch\w*|go(?:ing)? with|mov\w+ to|replac\w+)\b[^.;]{1,80}\binstead of\b",
+    r"\b(?:let'?s|we(?:'ll| will| can| should)?|decided to|i'?ll|i) drop(?:ped)?\b",
+    r"\bprefer(?:red)? [^.;]{1,60}\bover\b",
+)
+INSIGHT_CUES = (
+    r"\bturn(?:s|ed)? out\b",
+    r"\broot cause\b",
+    r"\blessons? learned\b",
+    r"\bthe (?:real |actual |underlying )?(?:problem|issue|bug|culprit|catch) (?:was|is)\b",
+    r"\bworks because\b",
+    r"\b(?:fails|failed|broke|happens|happened) because\b",
+    r"(?-i:\bTIL\b)",
+    r"\bgotcha\b",
+    r"\bnote that\b",
+    r"\bthe (?:reason|fix|trick) (?:was|is)\b",
+    r"\bkey (?:insight|takeaway)\b",
+    r"\b(?:was|is) caused by\b",
+    r"\bkeep in mind\b",
+)
+# A reason clause inside the cue sentence...
+REASON_IN_SENTENCE = (
+    r"\b(?:because|since|so that|so (?:we|it|the|that)|to avoid|to prevent|in order to|due to"
+    r"|as (?:it|this|that|they)|which (?:means|avoids|keeps|lets)|otherwise|given that"
+    r"|thanks to)\b"
+)
+# ...or an adjacent sentence that opens with one.
+REASON_SENTENCE_LEAD = (
+    r"^\W*(?:because|since|this is because|that's because|that is because|the reason|that way"
+    r"|this way|this avoids|that avoids|it avoids|this keeps|it keeps|this means|otherwise"
+    r"|so that|as a result|that's why|this is why)\b"
+)
+# Correction cues are looked for near the start of a prompt that follows an agent outcome.
+CORRECTION_SCAN_CHARS = 240
+CORRECTION_CUES = (
+    r"\bthat(?:'s| is| was)? (?:not (?:right|correct|it|what i)|wrong|incorrect)\b",
+    r"\bthis (?:is|was) (?:wrong|incorrect|not what)\b",
+    r"\bnot what i (?:asked|meant|wanted|said|need(?:ed)?)\b",
+    r"\bi (?:said|told you|asked for|asked you to|meant)\b",
+    r"\byou should(?:'ve| have)\b",
+    r"\byou were supposed to\b",
+    r"\bwhy did you\b",
+    r"\bi (?:didn't|did not) (?:ask|want|say)\b",
+    r"\bactually,? i (?:wanted|meant|asked|need(?:ed)?)\b",
+    r"\bmisunderst(?:ood|and)\b",
+    r"\bwrong (?:file|function|method|class|module|branch|directory|folder|table|column"
+    r"|endpoint|repo|test|one|place|version|command|key|field)\b",
+    r"\byou (?:broke|removed|deleted|reverted|ignored|forgot|missed|dropped)\b",
+    r"\bnot (?:the )?[\w`./-]+(?: [\w`./-]+){0,3},? but (?:the )?[\w`./-]+",
+    r"\bthe opposite\b",
+)
+# "No, ..." at the very start is a correction only when the prompt does not also acknowledge.
+CORRECTION_LEADING_NO = r"^\W*(?:no|nope|nah)\b(?!\s+(?:worries|problem|rush|need))\s*[,.!:;—–-]"
+CORRECTION_ACK = (
+    r"\b(?:thanks|thank you|great|perfect|awesome|nice|looks good|that works|works now"
+    r"|that's fine|all good|lgtm)\b"
+)
+CORRECTION_MAX_AGENT_DID_CHARS = 320
+CORRECTION_MAX_USER_EXPECTED_CHARS = 400
+# Project naming: only explicit mentions in the turn text, matched case-SENSITIVELY (a name is
+# capitalized, backticked or hyphenated/underscored). Group "name" is the project.
+_PROJECT_NAME = r"(?P<name>`[^`\s]{2,40}`|[A-Z][\w.-]{1,40}|[a-z][\w.]*[-_][\w.-]+)"
+PROJECT_PATTERNS = (
+    r"\b(?i:the) " + _PROJECT_NAME + r" (?i:project|codebase)\b",
+    r"\b(?i:project) " + _PROJECT_NAME,
+    r"\b(?i:in the) (?P<name>`[^`\s]{2,40}`|[\w.-]{2,40}) (?i:repo|repository)\b",
+    r"^\s*(?i:for) " + _PROJECT_NAME + r"\s*:",
+)
+# Words the patterns above can capture that never name a project.
+PROJECT_NAME_STOPWORDS = tuple(
+    """
+    this that the a an my our your same whole new old other main current entire git local remote
+    upstream existing previous next first second test demo example sample it its root parent
+    monorepo python node docs backend frontend api web mobile open-source side big small real
+    original following
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+# Memory classification (classify.py): depth = base(type) + reason + specificity + length band.
+DEPTH_BASE = {"decision": 0.45, "insight": 0.45, "correction": 0.40, "segment": 0.25}
+DEPTH_REASON_BONUS = 0.20
+DEPTH_SPECIFICITY_STEP = 0.07  # per kind of specific detail (identifier, number, code, error)
+DEPTH_SPECIFICITY_CAP = 0.21
+DEPTH_SHORT_WORDS = 8  # fewer words than this: too thin to act on
+DEPTH_SHORT_PENALTY = 0.10
+DEPTH_GOOD_WORDS = (15, 120)  # a sentence-to-paragraph statement carries the most
+DEPTH_GOOD_BONUS = 0.10
+ENCODING_CONTEXT_PART_CHARS = 60
+
+# --- embedding ----------------------------------------------------------------------------
+
+# --- backup -------------------------------------------------------------------------------
+
+# Retention (see backup/retention.py): the newest good backup of each of the last N calendar days
+# that have one, plus the newest good backup of each of the last M ISO weeks that have one (the
+# current week counts, and a backup may be both, like restic). With daily runs, 7 and 4 keep the
+# last 7 days plus the last backup of each of the 3 ISO weeks before the current one: 9 backups,
+# the oldest 15 to 21 days old depending on the weekday.
+BACKUP_KEEP_DAILY = 7
+BACKUP_KEEP_WEEKLY = 4
+
+# Plaintext bytes per encrypted chunk (backup/crypto.py). 1 MiB keeps memory flat (about two
+# chunks in flight) while the 16-byte tag per chunk costs only 0.0015% in size.
+BACKUP_CHUNK_SIZE = 1024 * 1024
