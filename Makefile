@@ -22,10 +22,11 @@ lint: $(STAMP)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memory-pipeline needs Python 3.11 or newer (set PYTHON=python3.11)")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --constraint requirements.lock --editable '.[dev]'
+	$(BIN)/pip install --quiet --no-deps --requirement requirements-nodeps.txt
 	@touch $@
 
 clean-venv:

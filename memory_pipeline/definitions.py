@@ -1,20 +1,49 @@
 """The Dagster code location: every stage's definitions merged, plus shared resources.
 
-Each stage folder owns a thin `definitions.py` over plain functions; this module only wires them.
+Each stage folder owns a thin `definitions.py` over plain functions; this module only wires them
+and configures the resources from the environment (`memory_pipeline/settings.py`).
 """
 
 import dagster as dg
 
+from memory_pipeline.backup import definitions as backup
+from memory_pipeline.backup.resource import BackupResource
+from memory_pipeline.capture import definitions as capture
 from memory_pipeline.db import definitions as database
-from memory_pipeline.resources import DatabaseResource
-
-database_job = dg.define_asset_job(
-    "database_job",
-    selection=[database.memory_database],
-    description="Apply migrations and report the database's schema version and size.",
+from memory_pipeline.embedding import definitions as embedding
+from memory_pipeline.jobs import ingest_job, maintenance_job
+from memory_pipeline.reinforcement import definitions as reinforcement
+from memory_pipeline.resources import (
+    DatabaseResource,
+    EmbeddingResource,
+    SemanticResource,
+    SourcesResource,
 )
+from memory_pipeline.schedules import hourly_catch_up, hourly_maintenance
+from memory_pipeline.semantic import definitions as semantic
+from memory_pipeline.settings import Settings
+
+
+def resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    return {
+        "db": DatabaseResource(),
+        "sources": SourcesResource.from_settings(settings),
+        "semantic": SemanticResource.from_settings(settings),
+        "embedding": EmbeddingResource.from_settings(settings),
+        "backup": BackupResource.from_settings(settings),
+    }
+
 
 defs = dg.Definitions.merge(
     database.defs,
-    dg.Definitions(jobs=[database_job], resources={"db": DatabaseResource()}),
+    capture.defs,
+    semantic.defs,
+    embedding.defs,
+    reinforcement.defs,
+    backup.defs,
+    dg.Definitions(
+        jobs=[ingest_job, maintenance_job],
+        schedules=[hourly_catch_up, hourly_maintenance],
+        resources=resources(Settings.from_env()),
+    ),
 )

@@ -6,9 +6,19 @@ The runs land in the user's Dagster instance like any other, so the UI shows the
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import dagster as dg
 
+from memory_pipeline.capture.changes import changed_since
+from memory_pipeline.capture.sources import source_roots
+from memory_pipeline.jobs import (
+    INGEST_JOB,
+    PARTITION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    partition_tags,
+)
 from memory_pipeline.settings import Settings
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -23,8 +33,13 @@ def materialize_all(
     for job_name, tags in _plan(settings):
         job = defs.resolve_job_def(job_name)
         progress(f"running {job_name}{_describe(tags)}...")
+        partition = tags.get(PARTITION_TAG)
         result = job.execute_in_process(
-            instance=instance, tags=tags, run_config=QUIET_LOGS, raise_on_error=False
+            instance=instance,
+            partition_key=partition,
+            tags=None if partition else tags,
+            run_config=QUIET_LOGS,
+            raise_on_error=False,
         )
         if not result.success:
             failure = result.get_run_failure_event()
@@ -37,15 +52,22 @@ def materialize_all(
 
 def _plan(settings: Settings) -> list[tuple[str, dict[str, str]]]:
     """Jobs to run, in order, with the partition tags each needs."""
-    return [("database_job", {})]
+    plan: list[tuple[str, dict[str, str]]] = []
+    connectors = source_roots(settings).connectors()
+    days, _ = changed_since(connectors, since_ns=0)
+    if days:
+        plan.append((INGEST_JOB, partition_tags(days)))
+    plan.append(("maintenance_job", {}))
+    # Last: a backup of everything the run produced, proven by its restore check.
+    plan.append(("backup_job", {PARTITION_TAG: datetime.now(UTC).date().isoformat()}))
+    return plan
 
 
 def _describe(tags: dict[str, str]) -> str:
-    start = tags.get("dagster/asset_partition_range_start")
-    if start:
-        return f" for {start} .. {tags['dagster/asset_partition_range_end']}"
-    if "dagster/partition" in tags:
-        return f" for {tags['dagster/partition']}"
+    if RANGE_START_TAG in tags:
+        return f" for {tags[RANGE_START_TAG]} .. {tags[RANGE_END_TAG]}"
+    if PARTITION_TAG in tags:
+        return f" for {tags[PARTITION_TAG]}"
     return ""
 
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import dagster as dg
 import psycopg
 from pydantic import PrivateAttr
 
+from memory_pipeline import tuning
+from memory_pipeline.capture.models import Connector
+from memory_pipeline.capture.sources import SourceRoots, source_roots
 from memory_pipeline.db import connect, ensure_ready
 from memory_pipeline.db.migrate import migrate
+from memory_pipeline.embedding.embedder import Embedder
+from memory_pipeline.semantic.models import SemanticBackend
 from memory_pipeline.settings import Settings
 
 
@@ -35,7 +41,8 @@ class DatabaseResource(dg.ConfigurableResource):
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        with connect(self.dsn) as conn:
+        """An autocommit connection: every unit of work opens its own `conn.transaction()`."""
+        with connect(self.dsn, autocommit=True) as conn:
             yield conn
 
 
@@ -44,3 +51,80 @@ def _prepared(url: str | None) -> str:
         migrate(url)
         return url
     return ensure_ready(Settings.from_env()).app
+
+
+class SourcesResource(dg.ConfigurableResource):
+    """The agent transcript roots capture reads (real ones, or the bundled demo corpus)."""
+
+    codex_home: str
+    claude_home: str
+    import_dir: str
+    kind: str  # "real" or "demo"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SourcesResource:
+        roots = source_roots(settings)
+        return cls(
+            codex_home=str(roots.codex_home),
+            claude_home=str(roots.claude_home),
+            import_dir=str(roots.import_dir),
+            kind=roots.kind,
+        )
+
+    def roots(self) -> SourceRoots:
+        return SourceRoots(
+            codex_home=Path(self.codex_home),
+            claude_home=Path(self.claude_home),
+            import_dir=Path(self.import_dir),
+            kind=self.kind,  # type: ignore[arg-type]
+        )
+
+    def connectors(self) -> list[Connector]:
+        return self.roots().connectors()
+
+
+class SemanticResource(dg.ConfigurableResource):
+    """Which backend runs the Task Semantic Pass.
+
+    Ollama when `model` is set and the server has it; otherwise the offline rules (with MiniLM
+    vectors for topic shifts). The choice is made per run and reported in its metadata.
+    """
+
+    ollama_host: str
+    model: str | None = None
+    timeout_s: float = 120.0
+    quiet_minutes: float = tuning.SEMANTIC_QUIET_MINUTES
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SemanticResource:
+        return cls(
+            ollama_host=settings.ollama_host,
+            model=settings.semantic_model,
+            timeout_s=settings.ollama_timeout_s,
+            quiet_minutes=settings.semantic_quiet_minutes,
+        )
+
+    def backend(self) -> SemanticBackend:
+        from memory_pipeline.embedding.minilm import get_minilm
+        from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
+        from memory_pipeline.semantic.ollama_backend import OllamaBackend, ollama_model_available
+
+        if self.model and ollama_model_available(self.ollama_host, self.model, timeout_s=5):
+            return OllamaBackend(self.ollama_host, self.model, self.timeout_s)
+        return OfflineRulesBackend(embedder=get_minilm())
+
+
+class EmbeddingResource(dg.ConfigurableResource):
+    """The active embedding space: where new vectors go (search may still serve an older one)."""
+
+    space: str
+    ollama_host: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EmbeddingResource:
+        return cls(space=settings.embedding_space, ollama_host=settings.ollama_host)
+
+    def embedder(self) -> Embedder:
+        from memory_pipeline.embedding.spaces import embedder_for
+
+        return embedder_for(self.space, self.ollama_host)

@@ -11,8 +11,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from memory_pipeline import tuning
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = Path(__file__).resolve().parent / "demo" / "corpus"
+DEMO_GOLD = Path(__file__).resolve().parent / "demo" / "gold.jsonl"
 
 
 def _default_memory_home() -> Path:
@@ -45,6 +48,14 @@ class Settings(BaseModel):
     embedding_space: str
     ollama_timeout_s: float
     semantic_quiet_minutes: float
+    # Backups (memory_pipeline/backup). The key itself is never a setting: it comes from
+    # MEMORY_BACKUP_KEY or the key file, read only when a backup or restore needs it.
+    backup_dir: Path
+    backup_key_file: Path
+    backup_copy_command: str | None  # a command template, run without a shell after each backup
+    backup_keep_daily: int
+    backup_keep_weekly: int
+    pg_dump: Path | None  # a pg_dump for a server newer than the bundled one; pg_restore beside it
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -60,9 +71,25 @@ class Settings(BaseModel):
             sources=os.environ.get("MEMORY_SOURCES", "auto"),
             ollama_host=os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"),
             semantic_model=os.environ.get("MEMORY_SEMANTIC_MODEL") or None,
-            embedding_space=os.environ.get("MEMORY_EMBEDDING_SPACE", "local:all-minilm-l6-v2:384"),
+            embedding_space=os.environ.get("MEMORY_EMBEDDING_SPACE", tuning.LOCAL_EMBEDDING_SPACE),
             ollama_timeout_s=float(os.environ.get("MEMORY_OLLAMA_TIMEOUT_S", "120")),
-            semantic_quiet_minutes=float(os.environ.get("MEMORY_SEMANTIC_QUIET_MINUTES", "30")),
+            semantic_quiet_minutes=float(
+                os.environ.get("MEMORY_SEMANTIC_QUIET_MINUTES", tuning.SEMANTIC_QUIET_MINUTES)
+            ),
+            backup_dir=_env_path("MEMORY_BACKUP_DIR", home / "backups"),
+            backup_key_file=_env_path("MEMORY_BACKUP_KEY_FILE", home / "backup.key"),
+            backup_copy_command=os.environ.get("MEMORY_BACKUP_COPY_COMMAND") or None,
+            backup_keep_daily=int(
+                os.environ.get("MEMORY_BACKUP_KEEP_DAILY", tuning.BACKUP_KEEP_DAILY)
+            ),
+            backup_keep_weekly=int(
+                os.environ.get("MEMORY_BACKUP_KEEP_WEEKLY", tuning.BACKUP_KEEP_WEEKLY)
+            ),
+            pg_dump=(
+                Path(os.environ["MEMORY_PG_DUMP"]).expanduser()
+                if os.environ.get("MEMORY_PG_DUMP")
+                else None
+            ),
         )
 
     @property

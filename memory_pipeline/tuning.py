@@ -8,6 +8,8 @@ here and nowhere else.
 from __future__ import annotations
 
 # --- capture ------------------------------------------------------------------------------
+# A task without a native name is titled by its first prompt's first line, cut to this length.
+DERIVED_TITLE_MAX_CHARS = 80
 
 # --- semantic pass ------------------------------------------------------------------------
 # Shared by memory_pipeline/semantic/{offline_rules,ollama_backend,classify}.py. Cue patterns are
@@ -36,7 +38,7 @@ SEGMENT_VEC_WEIGHT = 0.5
 SEGMENT_LEX_COSINE_CEIL = 0.35  # tf-idf cosine at which two turns count as fully on-topic
 SEGMENT_VEC_COSINE_FLOOR = 0.10  # MiniLM cosine of unrelated coding turns
 SEGMENT_VEC_COSINE_CEIL = 0.60  # MiniLM cosine of clearly same-topic turns
-SEGMENT_SHIFT_THRESHOLD = 0.22
+SEGMENT_SHIFT_THRESHOLD = 0.20
 SEGMENT_CUE_KEEP_THRESHOLD = 0.75
 SEGMENT_CONTINUATION_BONUS = 0.25
 SEGMENT_MIN_PROMPT_TERMS = 3  # a prompt with fewer content words never opens a segment alone
@@ -44,6 +46,7 @@ SEGMENT_MIN_PROMPT_TERMS = 3  # a prompt with fewer content words never opens a 
 # unless it is this dissimilar to both (then it is a genuine one-turn topic).
 SEGMENT_LONE_MERGE_MIN_SIM = 0.08
 SEGMENT_TITLE_MAX_CHARS = 80
+SEGMENT_TITLE_SHORT_CHARS = 60  # a first prompt sentence this short is the title as is
 
 SEGMENT_SHIFT_CUES = (
     r"\bunrelated\b",
@@ -68,6 +71,11 @@ DISTILL_MAX_MEMORY_CHARS = 600
 DISTILL_TITLE_MAX_CHARS = 80
 DISTILL_MAX_MEMORIES_PER_SEGMENT = 8
 DISTILL_DEDUP_JACCARD = 0.6  # two cue sentences this similar are one memory (prompt + echo)
+DISTILL_MAX_QUESTION_CHARS = 200
+DISTILL_PREFIX_RESERVE_CHARS = 80  # room for the topic prefix within the memory limit
+# An answer's opening shorter than this ("They weren't done, they were acknowledged.") takes the
+# next sentence along.
+DISTILL_ANSWER_MIN_WORDS = 12
 DECISION_CUES = (
     r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|chose|chosen|opted|settled on|went with)\b",
     r"\bdecided to\b",
@@ -77,17 +85,34 @@ DECISION_CUES = (
     r"^going with\b",
     r"\bwe(?:'ll| will| should| are going to|'re going to) (?:use|go with|switch|keep|stick"
     r" with|drop|move to|replace)\b",
-    r"\b(?:use|using|switch\w*|go(?:ing)? with|mov\w+ to|replac\w+)\b[^.;]{1,80}\binstead of\b",
+    r"\b(?:use|using|switch\w*|go(?:ing)? with|mov\w+ to|replac\w+)\b[^.;]{1,80}"
+    r"\b(?:instead of|rather than)\b",
     r"\b(?:let'?s|we(?:'ll| will| can| should)?|decided to|i'?ll|i) drop(?:ped)?\b",
     r"\bprefer(?:red)? [^.;]{1,60}\bover\b",
+    r"\bwe (?:\w+ ){1,2}[^.;]{0,60}\binstead of\b",
+    r"^\W*(?:stay|stick) with\b|\bkeep using\b",
+)
+# Weaker decision cues: they make a decision only when a reason is in or next to the sentence
+# (a plan without a why is not worth remembering as a decision).
+DECISION_CUES_NEED_REASON = (
+    r"(?:^|:\s)\W*(?:(?:for|in|on|with|after|until|once|from now on|going forward|instead|so"
+    r"|then|for now)\b[^,;:.]{0,40}?,?\s+)?we(?:'ll| will|'re going to| are going to| won't"
+    r"| will not| should(?:n't| not)?)\b",
+    r"^\W*(?:so |then )?i(?:'ll| will)? (?:set|chose|picked|used|kept|switched|replaced|moved"
+    r"|pinned|disabled|enabled|went with|opted|did not use|didn't use|avoided|left)\b",
+    r"\brather than\b",
 )
 INSIGHT_CUES = (
     r"\bturn(?:s|ed)? out\b",
     r"\broot cause\b",
     r"\blessons? learned\b",
     r"\bthe (?:real |actual |underlying )?(?:problem|issue|bug|culprit|catch) (?:was|is)\b",
+    r"\b(?:one|the|a) (?:catch|caveat|pitfall|footgun)\b",
     r"\bworks because\b",
-    r"\b(?:fails|failed|broke|happens|happened) because\b",
+    r"\b(?:is|was|are|were|went|ran|happened|happens|fails|failed|broke|breaks|crashed"
+    r"|crashes|hangs|hung|times out|timed out|grew|grows|stalled|stalls|stayed|stays|worked"
+    r"|works|returned|returns|showed|shows)\b[^.;]{0,60}\bbecause\b",
+    r"\b(?:that's|this is|that is) (?:exactly )?what happened\b",
     r"(?-i:\bTIL\b)",
     r"\bgotcha\b",
     r"\bnote that\b",
@@ -95,18 +120,74 @@ INSIGHT_CUES = (
     r"\bkey (?:insight|takeaway)\b",
     r"\b(?:was|is) caused by\b",
     r"\bkeep in mind\b",
+    r"\bthe rule(?: is)?\s*:|\brule of thumb\b",
+    r"\b(?:was|is) a (?:real |genuine |known )?bug\b",
+    r"\bby default\b|\b(?:'s|s') default\b",
+    r"\b(?:doesn't|does not|don't|do not|never|only) (?:guarantee|promise)s?\b"
+    r"|\bis(?:n't| not) guaranteed\b",
 )
 # A reason clause inside the cue sentence...
 REASON_IN_SENTENCE = (
-    r"\b(?:because|since|so that|so (?:we|it|the|that)|to avoid|to prevent|in order to|due to"
-    r"|as (?:it|this|that|they)|which (?:means|avoids|keeps|lets)|otherwise|given that"
-    r"|thanks to)\b"
+    r"\b(?:because|since|so that|so (?:we|it|the|that|there)|to avoid|to prevent|in order to"
+    r"|due to|as (?:it|this|that|they)|which (?:means|avoids|keeps|lets|makes)|otherwise"
+    r"|given that|thanks to)\b|,\s*so\b"
+    r"|\bso (?:a |an |the )?[\w`'-]+(?: [\w`'-]+)? (?:can|could|will|would|won't|doesn't|don't"
+    r"|never|always|is|are|stays?|gets?|goes|has|have)\b"
 )
-# ...or an adjacent sentence that opens with one.
+# ...or an adjacent sentence that opens with one or explains a consequence.
 REASON_SENTENCE_LEAD = (
-    r"^\W*(?:because|since|this is because|that's because|that is because|the reason|that way"
-    r"|this way|this avoids|that avoids|it avoids|this keeps|it keeps|this means|otherwise"
-    r"|so that|as a result|that's why|this is why)\b"
+    r"^\W*(?:because|since|this is because|that's because|that is because|the (?:main |deciding "
+    r"|key |only )?reason|that way|this way|(?:this|that|it) (?:avoids|keeps|means|makes|lets"
+    r"|ensures|guarantees|prevents)|otherwise|so that|as a result|that's why|this is why)\b"
+)
+REASON_EXPLANATION = r"\b(?:means|ensures|guarantees|avoids|prevents|keeps)\b"
+# A measured result right after a choice is its justification ("1.07 s versus 3.41 s, a 3.2x
+# speedup"): the sentence is kept with the decision.
+MEASURED_EVIDENCE = (
+    r"\b\d+(?:\.\d+)?\s?(?:x|×|%|ms|µs|ns|s|sec|seconds|minutes|min|h|kb|mb|gb|tb)\b"
+    r"|\b(?:faster|slower|speedup|speed-up|throughput|latency)\b"
+)
+# A prompt asking why/what caused something, or asking to record a lesson: the outcome's opening
+# explains it (an insight).
+WHY_QUESTION = (
+    r"\bwhy\b|\bhow come\b|\bwhat(?:'s| is| was) (?:causing|going on|happening|wrong|the (?:problem"
+    r"|issue|cause))\b|\bwhere (?:is|does) (?:that|this|it) com(?:e|ing) from\b"
+    r"|\bdoes (?:that|this|it) matter\b|\bi thought\b|\bany idea\b|\bsays? [^?.]{0,60}\?"
+    r"|\bwhat (?:we're|we are|i'm|i am) dealing with\b|\btell me (?:what|why|how)\b|\bexplain\b"
+    r"|(?:^|\?\s*)how\s*\??\s*$|\blessons?\b|\bwrite (?:this|that|it) down\b"
+    r"|\b(?:gotchas?|pitfalls?|caveats?|risks?)\b[^.?!]*\?|\banything to (?:watch|look) out for\b"
+    r"|\b(?:add|put) (?:this|that|it) (?:to|in) (?:the |our )?(?:project )?(?:notes|docs|readme)\b"
+)
+# A prompt reporting a problem: the outcome's opening is an insight when it explains the cause.
+PROBLEM_REPORT = (
+    r"\b(?:fail(?:s|ed|ing)|errors?|exception|crash(?:ed|es)?|broken|breaks|doesn't work"
+    r"|not working|off by|slow(?:er)?|flaky|hangs|stuck|oom(?:-killed)?|timed? ?out|duplicates?"
+    r"|double[- ]\w+|wrong|missing|never (?:got|arrived|ran)|lost|loses|forgets|forgetting"
+    r"|disappear(?:s|ed)?|keeps? (?:failing|crashing|forgetting|restarting|changing|wanting)"
+    r"|doesn't|didn't|won't|can't|isn't)\b"
+)
+# A prompt asking how to do something: the outcome's opening is a learned how-to (an insight).
+HOWTO_QUESTION = r"\bhow (?:do|can|would) (?:i|we|you)\b|\bhow to\b|\bcan i\b"
+# A prompt asking for a choice or a fix: the outcome's opening states the choice (a decision).
+CHOICE_QUESTION = (
+    r"\bshould (?:we|i|it|the|this|that|they)\b|\bwhich\b[^.?!]*\?|\bwhat about\b|\bhow should\b"
+    r"|\bwhat \w+ (?:for|to use)\b"
+    r"|\bwhat do you (?:suggest|recommend|think)\b|\bwhat(?:'s| is) the (?:fix|best|right)\b"
+    r"|\b[\w`'-]+ or [\w`'-]+\s*\?|\bdo we (?:need|want)\b|\bis it better\b|\bfix or\b"
+    r"|\bcan we\b"
+    r"|\bwhat (?:do|does|should) [\w\s]{0,30}\bdo\b|\?\s*[\w`'-]+(?: [\w`'-]+)?\s*\?"
+    r"|^\W*so\s+[\w`'.-]+\s*\?\s*$|^\W*`?\w+[_.-][\w.-]+`?\s*\?\s*$"
+)
+# A short prompt accepting a proposal from the previous outcome makes that proposal a decision.
+ACCEPTANCE = (
+    r"^\W*(?:ok(?:ay)?|yes|yep|yeah|sure|agreed|sounds good|go|do it|let'?s do (?:it|that)"
+    r"|go ahead|makes sense)\b"
+)
+ACCEPTANCE_MAX_WORDS = 8
+PROPOSAL = (
+    r"\b(?:we|you) (?:should|could)\b|\bi(?:'d| would) (?:suggest|recommend|go with|use)\b"
+    r"|\bi (?:suggest|recommend|propose)\b|\bmy recommendation\b"
+    r"|\bthe (?:simplest|best|cleanest|safest) (?:option|fix|approach|way) (?:is|would be)\b"
 )
 # Correction cues are looked for near the start of a prompt that follows an agent outcome.
 CORRECTION_SCAN_CHARS = 240
@@ -143,6 +224,7 @@ PROJECT_PATTERNS = (
     r"\b(?i:project) " + _PROJECT_NAME,
     r"\b(?i:in the) (?P<name>`[^`\s]{2,40}`|[\w.-]{2,40}) (?i:repo|repository)\b",
     r"^\s*(?i:for) " + _PROJECT_NAME + r"\s*:",
+    r"\b(?i:(?:new |the )?project)\s*:\s*(?P<name>`[^`\s]{2,40}`|[A-Za-z][\w.-]{1,40})",
 )
 # Words the patterns above can capture that never name a project.
 PROJECT_NAME_STOPWORDS = tuple(
@@ -165,7 +247,14 @@ DEPTH_GOOD_WORDS = (15, 120)  # a sentence-to-paragraph statement carries the mo
 DEPTH_GOOD_BONUS = 0.10
 ENCODING_CONTEXT_PART_CHARS = 60
 
+# Pass storage and eligibility.
+SEMANTIC_QUIET_MINUTES = 30  # a task is processed once no turn was appended for this long
+SEGMENT_CONTENT_MAX_CHARS = 20000  # a segment memory keeps its turns' text up to this length
+
 # --- embedding ----------------------------------------------------------------------------
+# The offline default space: all-MiniLM-L6-v2 run in numpy. sql/009 indexes it.
+LOCAL_EMBEDDING_SPACE = "local:all-minilm-l6-v2:384"
+EMBED_BATCH_SIZE = 64  # memories per embedding call and per write transaction
 
 # --- backup -------------------------------------------------------------------------------
 
@@ -180,3 +269,11 @@ BACKUP_KEEP_WEEKLY = 4
 # Plaintext bytes per encrypted chunk (backup/crypto.py). 1 MiB keeps memory flat (about two
 # chunks in flight) while the 16-byte tag per chunk costs only 0.0015% in size.
 BACKUP_CHUNK_SIZE = 1024 * 1024
+
+# Rows per batch when exporting a table to JSON Lines (backup/exports.py): one batch is one polars
+# DataFrame in memory. Turns can hold tens of KB of text each, so 1000 rows stay well under 100 MB.
+BACKUP_EXPORT_BATCH_ROWS = 1000
+
+# The optional copy to further destinations (MEMORY_BACKUP_COPY_COMMAND) is stopped after this
+# long: a hung upload must not hold the nightly run forever. The local backup stays either way.
+BACKUP_COPY_TIMEOUT_S = 3600

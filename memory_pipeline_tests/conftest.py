@@ -124,7 +124,7 @@ def reader_url(db_url: str) -> str:
 
 @pytest.fixture
 def conn(db_url: str) -> Iterator[psycopg.Connection]:
-    with connect(db_url) as connection:
+    with connect(db_url, autocommit=True) as connection:
         yield connection
 
 

@@ -64,22 +64,23 @@ CREATE TABLE capture_skips (
     evidence      jsonb NOT NULL DEFAULT '{}',
     partition_day date,
     first_seen_at timestamptz NOT NULL DEFAULT now(),
-    last_seen_at  timestamptz NOT NULL DEFAULT now(),
-    seen_count    integer NOT NULL DEFAULT 1,
     UNIQUE (kind, source, native_id, path, line, reason)
 );
 
 CREATE INDEX capture_skips_partition_day_idx ON capture_skips (partition_day);
 
--- Which source file holds which task days, so a partition run parses only its own files and the
--- sensor can tell changed files from unchanged ones.
+-- Which source file holds which task days (a cache refreshed when size or mtime change), and
+-- the size and mtime it had when a capture last stored all of its tasks: the hourly catch-up
+-- compares those with the file on disk.
 CREATE TABLE source_files (
-    path       text PRIMARY KEY,
-    source     text NOT NULL,
-    size       bigint NOT NULL,
-    mtime_ns   bigint NOT NULL,
-    task_days  date[] NOT NULL DEFAULT '{}',
-    scanned_at timestamptz NOT NULL DEFAULT now()
+    path              text PRIMARY KEY,
+    source            text NOT NULL,
+    size              bigint NOT NULL,
+    mtime_ns          bigint NOT NULL,
+    task_days         date[] NOT NULL DEFAULT '{}',
+    captured_size     bigint,
+    captured_mtime_ns bigint,
+    scanned_at        timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE INDEX source_files_task_days_idx ON source_files USING gin (task_days);

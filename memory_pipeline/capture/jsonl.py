@@ -64,16 +64,14 @@ def iter_jsonl(path: Path, read: JsonlRead) -> Iterator[tuple[int, dict[str, Any
                 break
             consumed += len(chunk)
             buf += chunk
+            # Scan by offset and cut the buffer once per chunk: re-slicing the rest of the buffer
+            # after every line made each chunk quadratic in its number of lines.
+            start = 0
             while True:
-                nl = buf.find(b"\n")
+                nl = buf.find(b"\n", start)
                 if nl < 0:
-                    if len(buf) > MAX_LINE_BYTES:
-                        if not skipping_long:
-                            read.issue("line_too_long", f"> {MAX_LINE_BYTES} bytes", line_no + 1)
-                        skipping_long = True
-                        buf = b""
                     break
-                raw, buf = buf[:nl], buf[nl + 1 :]
+                raw, start = buf[start:nl], nl + 1
                 line_no += 1
                 if skipping_long:
                     skipping_long = False
@@ -81,6 +79,12 @@ def iter_jsonl(path: Path, read: JsonlRead) -> Iterator[tuple[int, dict[str, Any
                 obj = _decode(raw, line_no, read)
                 if obj is not None:
                     yield line_no, obj
+            buf = buf[start:]
+            if len(buf) > MAX_LINE_BYTES:
+                if not skipping_long:
+                    read.issue("line_too_long", f"> {MAX_LINE_BYTES} bytes", line_no + 1)
+                skipping_long = True
+                buf = b""
         if buf and not skipping_long:
             line_no += 1
             obj = _decode(buf, line_no, read, last_line=True)

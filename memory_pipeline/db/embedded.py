@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from memory_pipeline.errors import UserError
 
 SERVER_USER_WHEN_ROOT = "embedded_postgres"
@@ -85,6 +87,7 @@ class EmbeddedServer:
             server_user = self._server_user()
             self._prepare_data_dir(server_user)
             if not (self.pgdata / "PG_VERSION").exists():
+                self._stop_orphans()
                 self._run(
                     "initdb",
                     [
@@ -189,6 +192,21 @@ class EmbeddedServer:
                 mode = parent.stat().st_mode
                 if not mode & stat.S_IXOTH:
                     parent.chmod(mode | stat.S_IXOTH)
+
+    def _stop_orphans(self) -> None:
+        """Stop servers still running on a data directory that was deleted under them.
+
+        Such a server keeps the old socket path; when it notices its lock file is gone it shuts
+        down and removes that socket, which by then belongs to the new server.
+        """
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            cmdline = proc.info["cmdline"] or []
+            if proc.info["name"] == "postgres" and str(self.pgdata) in cmdline:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except psutil.TimeoutExpired:
+                    proc.kill()
 
     def _socket_dir(self, server_user: str | None) -> Path:
         if len(str(self.pgdata / f".s.PGSQL.{SOCKET_PORT}")) <= _MAX_SOCKET_PATH:

@@ -1,0 +1,229 @@
+"""Making one backup: an encrypted pg_dump, encrypted JSON Lines exports, an encrypted manifest.
+
+Everything is read from one snapshot: a REPEATABLE READ transaction exports its snapshot, pg_dump
+runs with `--snapshot`, and the table checksums and exports run in that same transaction. So the
+dump, the exports and the checksums in the manifest describe exactly the same data even while the
+sensor keeps capturing, and a restore check can demand equality.
+
+Plaintext never reaches the disk: pg_dump's stdout and each polars batch are written straight into
+the streaming encryptor. The backup is assembled in a temp directory (layout.py) and renamed into
+place after its manifest; any failure, including an interrupt, removes the temp directory.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+
+from memory_pipeline.backup.checksums import pin_output_settings, table_checksums
+from memory_pipeline.backup.config import BackupConfig
+from memory_pipeline.backup.crypto import BackupKey, encrypted_output, load_key
+from memory_pipeline.backup.errors import BackupError
+from memory_pipeline.backup.exports import EXPORT_TABLES, export_table
+from memory_pipeline.backup.layout import (
+    DUMP_NAME,
+    TMP_PREFIX,
+    backup_lock,
+    dir_bytes,
+    fsync_dir,
+    new_backup_id,
+    remove_stale_temp_dirs,
+)
+from memory_pipeline.backup.manifest import (
+    MANIFEST_FILENAME,
+    BackupFile,
+    BackupManifest,
+    EmbeddingSpace,
+    Migration,
+    write_manifest,
+)
+from memory_pipeline.backup.pgtools import (
+    PgTools,
+    check_server_version,
+    client_conninfo,
+    pg_tools,
+    stderr_tail,
+)
+from memory_pipeline.db.connection import connect
+from memory_pipeline.tuning import BACKUP_CHUNK_SIZE
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CreatedBackup:
+    backup_id: str
+    path: Path
+    manifest: BackupManifest
+    encrypted_bytes: int
+    key: BackupKey  # repr shows only its source and fingerprint
+    seconds: float
+    removed_temp_dirs: tuple[str, ...]  # left by runs that died
+
+
+def create_backup(
+    config: BackupConfig,
+    dsn: str,
+    *,
+    progress: Progress | None = None,
+    export_tables: Sequence[str] = EXPORT_TABLES,
+    created_at: datetime | None = None,
+) -> CreatedBackup:
+    """Write one complete backup of the database at `dsn` under config.backup_dir.
+
+    `created_at` (default: now) names the backup and dates it for retention; tests pass one.
+    """
+    say = progress or (lambda _message: None)
+    started = time.monotonic()
+    key = load_key(config.key_file, create=True)  # key.created: the caller warns the user
+    tools = pg_tools(config.pg_dump)
+    root = config.backup_dir
+    with backup_lock(root):
+        stale = remove_stale_temp_dirs(root)
+        created_at = created_at or datetime.now(UTC)
+        backup_id = new_backup_id(root, created_at)
+        tmp = root / f"{TMP_PREFIX}{backup_id}-{secrets.token_hex(4)}"
+        tmp.mkdir(mode=0o700)
+        try:
+            manifest = _write_files(tmp, backup_id, created_at, key, tools, dsn, export_tables, say)
+            final = root / backup_id
+            os.rename(tmp, final)
+            fsync_dir(root)
+        except BaseException:  # an interrupt or a terminated run must not leave a half backup
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return CreatedBackup(
+        backup_id=backup_id,
+        path=final,
+        manifest=manifest,
+        encrypted_bytes=dir_bytes(final),
+        key=key,
+        seconds=round(time.monotonic() - started, 2),
+        removed_temp_dirs=tuple(stale),
+    )
+
+
+def _write_files(
+    tmp: Path,
+    backup_id: str,
+    created_at: datetime,
+    key: BackupKey,
+    tools: PgTools,
+    dsn: str,
+    export_tables: Sequence[str],
+    say: Progress,
+) -> BackupManifest:
+    with connect(dsn, autocommit=True) as conn:
+        check_server_version(tools, conn.info.server_version)
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        with conn.transaction():
+            pin_output_settings(conn)
+            snapshot = _one(conn, "SELECT pg_export_snapshot()")
+            t = time.monotonic()
+            dump = _dump(tools, dsn, snapshot, tmp / DUMP_NAME, key)
+            say(f"pg_dump: {dump.bytes / 1e6:.1f} MB in {time.monotonic() - t:.1f}s")
+            t = time.monotonic()
+            tables = table_checksums(conn)
+            say(f"checksums of {len(tables)} tables in {time.monotonic() - t:.1f}s")
+            files = [dump]
+            for table in export_tables:
+                t = time.monotonic()
+                entry = _export(conn, table, tmp, key)
+                say(f"export {table}: {entry.rows} rows in {time.monotonic() - t:.1f}s")
+                files.append(entry)
+            migrations = _migrations(conn)
+            spaces = _spaces(conn)
+        version = conn.info.server_version
+        manifest = BackupManifest(
+            backup_id=backup_id,
+            created_at=created_at,
+            app_version=_app_version(),
+            migrations=migrations,
+            embedding_spaces=spaces,
+            files=files,
+            tables=tables,
+            database=conn.info.dbname,
+            server_version=f"{version // 10000}.{version % 10000}",
+            pg_dump_version=tools.version,
+            completed_at=datetime.now(UTC),
+        )
+    write_manifest(manifest, tmp / MANIFEST_FILENAME, key)
+    return manifest
+
+
+def _dump(tools: PgTools, dsn: str, snapshot: str, dest: Path, key: BackupKey) -> BackupFile:
+    conninfo, env = client_conninfo(dsn)
+    args = [
+        str(tools.pg_dump),
+        "--format=custom",  # compressed, and pg_restore can pick objects from it
+        "--no-password",  # never prompt: a scheduled run has no terminal
+        f"--snapshot={snapshot}",
+        f"--dbname={conninfo}",
+    ]
+    # stderr holds only pg_dump's messages; an anonymous temp file cannot fill a pipe and block.
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env
+        )
+        assert proc.stdout is not None
+        try:
+            with encrypted_output(dest, key) as writer:
+                shutil.copyfileobj(proc.stdout, writer, BACKUP_CHUNK_SIZE)
+                code = proc.wait()
+                if code != 0:  # raised inside the block: the partial file is removed
+                    raise BackupError(f"pg_dump failed (exit status {code}): {stderr_tail(err)}")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+    assert writer.result is not None
+    return BackupFile.from_result(DUMP_NAME, "pg_dump", writer.result)
+
+
+def _export(conn: psycopg.Connection, table: str, tmp: Path, key: BackupKey) -> BackupFile:
+    name = f"{table}.jsonl.enc"
+    with encrypted_output(tmp / name, key) as writer:
+        rows = export_table(conn, table, writer)
+    assert writer.result is not None
+    return BackupFile.from_result(name, "jsonl", writer.result, table=table, rows=rows)
+
+
+def _migrations(conn: psycopg.Connection) -> list[Migration]:
+    rows = conn.execute(
+        "SELECT version, filename, checksum FROM schema_migrations ORDER BY version"
+    ).fetchall()
+    return [Migration(version=v, filename=f, checksum=c) for v, f, c in rows]
+
+
+def _spaces(conn: psycopg.Connection) -> list[EmbeddingSpace]:
+    rows = conn.execute(
+        "SELECT s.name, count(e.memory_id) FROM embedding_spaces s"
+        " LEFT JOIN memory_embeddings e ON e.space = s.name GROUP BY s.name ORDER BY s.name"
+    ).fetchall()
+    return [EmbeddingSpace(space=name, rows=int(n)) for name, n in rows]
+
+
+def _one(conn: psycopg.Connection, query: str) -> str:
+    row = conn.execute(query).fetchone()  # type: ignore[arg-type]  # constant SQL
+    assert row is not None
+    return str(row[0])
+
+
+def _app_version() -> str:
+    try:
+        return importlib.metadata.version("memory-pipeline")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,314 @@
+# ruff: noqa: E501  (the docstring holds the format table and JSONL example for the README)
+"""Generic chat import: capture any exported conversation by dropping a JSONL file in a folder.
+
+## The chat import format
+
+Put files named `*.jsonl` anywhere under the configured import directory
+(`<import_dir>/**/*.jsonl`). Each line is one JSON object: one message. A file may hold several
+conversations ("tasks"); their lines may even interleave. Lines are read in file order, and that
+order (not the timestamps) is the order of the messages.
+
+| field | required | meaning |
+|---|---|---|
+| `task_id` | yes | The conversation this message belongs to (string). Must be unique across the whole import directory: the same `task_id` in two files is read as two tasks with the same identity. |
+| `text` | yes | The message text (non-empty string). |
+| `timestamp` | yes | When the message was written, ISO 8601 (`2026-10-19T14:05:00+02:00`, `...Z`). A timestamp without an offset is read as UTC. |
+| `role` | when `speaker` is absent | `"user"`, `"assistant"` or `"human"`. `"user"` and `"human"` are people, `"assistant"` is an AI. |
+| `speaker` | no | Display name of whoever wrote the message (`"Mara"`, `"Jonas"`). |
+| `title` | no | The conversation's title. It may appear on any line; the latest non-empty one wins. |
+| `message_id` | no | The message's id in the system it was exported from (string or integer). |
+
+Other fields are ignored. A line that is not a JSON object, lacks a required field or has a field of
+the wrong type (or a timestamp that does not parse) is skipped and reported; the rest of the file is
+still imported.
+
+**Turns.** Every message falls on one of two sides: the *prompt* side (whoever asks) or the
+*outcome* side (whoever answers). A turn is one or more consecutive prompt-side messages followed by
+one or more consecutive outcome-side messages; the next prompt-side message starts the next turn.
+
+* If any message of the conversation has role `"assistant"`, the sides follow the roles: assistant
+  messages are the outcome side, everything else is the prompt side. A message without a role
+  counts as outcome side when its `speaker` also wrote an assistant message in that conversation.
+* Otherwise (people talking to each other), the sides follow the speakers: the first speaker of the
+  conversation is the prompt side and **every other speaker** is the outcome side. With two people
+  that is "one asks, the other answers"; with three or more, the first speaker's messages are the
+  prompts and the replies of everyone else together are the outcome. A message's speaker is its
+  `speaker` field, or its `role` when it has no `speaker`.
+* A last turn without any outcome-side message is unfinished: it is not imported yet and is picked up
+  once the answer is appended to the file. Outcome-side messages before the first prompt of a
+  conversation cannot form a turn; they are skipped and reported (`outcome_without_prompt`).
+
+Every imported conversation is user-owned (the user put the file there). Its start time is its
+earliest message timestamp.
+
+Example (a user/assistant export and a design review between two colleagues in one file):
+
+```jsonl
+{"task_id": "chat-0912", "title": "Postgres backups", "role": "user", "text": "pg_dump or pgBackRest for a 40 GB database?", "timestamp": "2026-09-12T19:02:11Z"}
+{"task_id": "chat-0912", "role": "assistant", "text": "pgBackRest: incremental backups and point-in-time recovery.", "timestamp": "2026-09-12T19:02:30Z"}
+{"task_id": "review-1019", "speaker": "Mara", "role": "human", "text": "Should rate limits move to Postgres?", "timestamp": "2026-10-19T14:05:00+02:00"}
+{"task_id": "review-1019", "speaker": "Jonas", "text": "Yes, Redis evicted the counters last week.", "timestamp": "2026-10-19T14:06:40+02:00"}
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.capture.jsonl import JsonlRead, iter_jsonl
+from memory_pipeline.capture.models import (
+    OwnershipVerdict,
+    ParsedTask,
+    ParsedTurn,
+    ParseIssue,
+    ParseResult,
+    TaskTitle,
+)
+
+ROLES = ("user", "assistant", "human")
+OWNERSHIP_REASON = "chat_import:user-import"
+TITLE_SOURCE = "chat_import:title"
+
+
+@dataclass(frozen=True)
+class _Message:
+    line: int
+    task_id: str
+    role: str | None
+    speaker: str | None
+    text: str
+    timestamp: datetime
+    message_id: str | None
+    title: str | None
+
+    @property
+    def who(self) -> str:
+        """The speaker identity used by the speaker rule: `speaker`, else `role`."""
+        return self.speaker if self.speaker is not None else (self.role or "")
+
+
+class _LineError(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class ChatImportConnector:
+    """Reads `<import_dir>/**/*.jsonl` in the chat import format (see the module docstring)."""
+
+    source = "chat_import"
+
+    def __init__(self, import_dir: Path) -> None:
+        self.import_dir = Path(import_dir)
+
+    def discover(self) -> list[Path]:
+        if not self.import_dir.is_dir():
+            return []
+        return sorted(p for p in self.import_dir.rglob("*.jsonl") if p.is_file())
+
+    def task_days(self, path: Path) -> set[date]:
+        read = JsonlRead(path=path)
+        starts: dict[str, datetime] = {}
+        for _line_no, msg in self._messages(path, read):
+            first = starts.get(msg.task_id)
+            if first is None or msg.timestamp < first:
+                starts[msg.task_id] = msg.timestamp
+        return {ts.date() for ts in starts.values()}
+
+    def parse(self, path: Path) -> ParseResult:
+        read = JsonlRead(path=path)
+        by_task: dict[str, list[_Message]] = {}
+        for _line_no, msg in self._messages(path, read):
+            by_task.setdefault(msg.task_id, []).append(msg)
+        import_file = self._import_file(path)
+        tasks = [
+            self._build_task(path, import_file, task_id, messages, read.issues)
+            for task_id, messages in by_task.items()
+        ]
+        return ParseResult(tasks=tasks, issues=read.issues)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _messages(self, path: Path, read: JsonlRead):
+        for line_no, obj in iter_jsonl(path, read):
+            try:
+                yield line_no, _message(line_no, obj)
+            except _LineError as err:
+                read.issue(err.reason, err.detail, line_no)
+
+    def _import_file(self, path: Path) -> str:
+        try:
+            return Path(path).resolve().relative_to(self.import_dir.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def _build_task(
+        self,
+        path: Path,
+        import_file: str,
+        task_id: str,
+        messages: list[_Message],
+        issues: list[ParseIssue],
+    ) -> ParsedTask:
+        sides, rule = _sides(messages)
+        turns: list[ParsedTurn] = []
+        prompt: list[_Message] = []
+        outcome: list[_Message] = []
+
+        def close() -> None:
+            turns.append(_turn(len(turns), prompt, outcome))
+
+        for msg, is_outcome in zip(messages, sides, strict=True):
+            if is_outcome:
+                if not prompt:
+                    issues.append(
+                        ParseIssue(
+                            path=str(path),
+                            line=msg.line,
+                            reason="outcome_without_prompt",
+                            detail=f"task {task_id!r}: an answer before the first prompt",
+                        )
+                    )
+                    continue
+                outcome.append(msg)
+            else:
+                if outcome:
+                    close()
+                    prompt, outcome = [], []
+                prompt.append(msg)
+        unfinished = bool(prompt) and not outcome
+        if prompt and outcome:
+            close()
+
+        title: TaskTitle | None = None
+        for msg in messages:
+            if msg.title:
+                title = TaskTitle(text=msg.title, source=TITLE_SOURCE, observed_at=msg.timestamp)
+        speakers = list(dict.fromkeys(m.speaker for m in messages if m.speaker is not None))
+        return ParsedTask(
+            source="chat_import",
+            native_id=task_id,
+            started_at=min(m.timestamp for m in messages),
+            title=title,
+            ownership=OwnershipVerdict(
+                ownership="user_owned",
+                reason=OWNERSHIP_REASON,
+                evidence={"import_file": import_file},
+            ),
+            native_context={"import_file": import_file, "turn_rule": rule, "speakers": speakers},
+            turns=turns,
+            unfinished_turn=unfinished,
+            source_path=str(path),
+        )
+
+
+def _sides(messages: list[_Message]) -> tuple[list[bool], str]:
+    """For each message, True when it is on the outcome side; plus the rule that decided."""
+    agent_speakers = {m.speaker for m in messages if m.role == "assistant" and m.speaker}
+    if any(m.role == "assistant" for m in messages):
+        sides = [
+            m.role == "assistant" or (m.role is None and m.speaker in agent_speakers)
+            for m in messages
+        ]
+        return sides, "roles"
+    first = messages[0].who
+    return [m.who != first for m in messages], "speakers"
+
+
+def _turn(ordinal: int, prompt: list[_Message], outcome: list[_Message]) -> ParsedTurn:
+    return ParsedTurn(
+        ordinal=ordinal,
+        native_turn_id=next((m.message_id for m in prompt if m.message_id), None),
+        prompt="\n\n".join(m.text for m in prompt),
+        outcome="\n\n".join(m.text for m in outcome),
+        started_at=prompt[0].timestamp,
+        completed_at=outcome[-1].timestamp,
+        native_message_ids=[m.message_id for m in (*prompt, *outcome) if m.message_id],
+        prompt_speaker=_speakers(prompt),
+        outcome_speaker=_speakers(outcome),
+    )
+
+
+def _speakers(messages: list[_Message]) -> str | None:
+    names = list(dict.fromkeys(m.speaker for m in messages if m.speaker))
+    return ", ".join(names) if names else None
+
+
+# -- one line ----------------------------------------------------------------------------------
+
+
+def _message(line_no: int, obj: dict[str, Any]) -> _Message:
+    task_id = _id_field(obj, "task_id", required=True)
+    assert task_id is not None
+    text = obj.get("text")
+    if text is None:
+        raise _LineError("missing_field", "no 'text'")
+    if not isinstance(text, str):
+        raise _LineError("bad_field", f"'text' is a {type(text).__name__}, not a string")
+    if not text.strip():
+        raise _LineError("missing_field", "'text' is empty")
+    timestamp = _timestamp(obj.get("timestamp"))
+    role = obj.get("role")
+    if role is not None:
+        if not isinstance(role, str) or role.strip().lower() not in ROLES:
+            raise _LineError("bad_field", f"'role' must be one of {', '.join(ROLES)}: {role!r}")
+        role = role.strip().lower()
+    speaker = _str_field(obj, "speaker")
+    if role is None and speaker is None:
+        raise _LineError("missing_field", "neither 'role' nor 'speaker'")
+    title = _str_field(obj, "title")
+    return _Message(
+        line=line_no,
+        task_id=task_id,
+        role=role,
+        speaker=speaker,
+        text=text,
+        timestamp=timestamp,
+        message_id=_id_field(obj, "message_id", required=False),
+        title=title,
+    )
+
+
+def _id_field(obj: dict[str, Any], name: str, *, required: bool) -> str | None:
+    value = obj.get(name)
+    if value is None:
+        if required:
+            raise _LineError("missing_field", f"no {name!r}")
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _LineError("bad_field", f"{name!r} is a {type(value).__name__}, not a string")
+    value = str(value).strip()
+    if not value:
+        if required:
+            raise _LineError("missing_field", f"{name!r} is empty")
+        return None
+    return value
+
+
+def _str_field(obj: dict[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _LineError("bad_field", f"{name!r} is a {type(value).__name__}, not a string")
+    return value.strip() or None
+
+
+def _timestamp(value: Any) -> datetime:
+    if value is None:
+        raise _LineError("missing_field", "no 'timestamp'")
+    if not isinstance(value, str):
+        raise _LineError("bad_timestamp", f"'timestamp' is a {type(value).__name__}, not a string")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise _LineError("bad_timestamp", f"not ISO 8601: {value!r}") from None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)

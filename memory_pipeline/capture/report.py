@@ -1,0 +1,48 @@
+"""What one capture run did, reported as Dagster metadata and by `memory-pipeline run`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from memory_pipeline.capture.redact import Redactions
+
+
+class CaptureReport(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+
+    files_seen: int = 0
+    files_parsed: int = 0
+    tasks_seen: int = 0
+    tasks_captured: int = 0  # new captured tasks
+    tasks_with_new_turns: int = 0
+    turns_appended: int = 0
+    drift_ignored: int = 0
+    renames: int = 0
+    unfinished_turns_waiting: int = 0
+    skipped_tasks: dict[str, int] = Field(default_factory=dict)  # reason -> count
+    file_issues: dict[str, int] = Field(default_factory=dict)  # reason -> count
+    redactions: Redactions = Field(default_factory=Redactions)
+
+    def count_skip(self, reason: str) -> None:
+        self.skipped_tasks[reason] = self.skipped_tasks.get(reason, 0) + 1
+
+    def count_file_issue(self, reason: str) -> None:
+        self.file_issues[reason] = self.file_issues.get(reason, 0) + 1
+
+    def metadata(self) -> dict[str, int | dict[str, int]]:
+        return {
+            "files_seen": self.files_seen,
+            "files_parsed": self.files_parsed,
+            "tasks_seen": self.tasks_seen,
+            "tasks_captured": self.tasks_captured,
+            "tasks_with_new_turns": self.tasks_with_new_turns,
+            "turns_appended": self.turns_appended,
+            "drift_ignored": self.drift_ignored,
+            "renames": self.renames,
+            "unfinished_turns_waiting": self.unfinished_turns_waiting,
+            "tasks_skipped": sum(self.skipped_tasks.values()),
+            "skipped_by_reason": dict(sorted(self.skipped_tasks.items())),
+            "file_issues_by_reason": dict(sorted(self.file_issues.items())),
+            "redactions": self.redactions.total,
+            "redactions_by_kind": dict(sorted(self.redactions.by_kind.items())),
+        }

@@ -1,0 +1,1 @@
+"""The bundled demo corpus: a developer's agent sessions in the real on-disk formats."""

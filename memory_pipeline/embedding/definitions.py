@@ -1,0 +1,62 @@
+"""Dagster definitions for embeddings."""
+
+import dagster as dg
+
+from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
+from memory_pipeline.embedding.store import embed_window
+from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.resources import DatabaseResource, EmbeddingResource
+from memory_pipeline.semantic.definitions import semantic_memories
+
+
+@dg.asset(
+    partitions_def=daily,
+    backfill_policy=single_run,
+    deps=[semantic_memories],
+    group_name="embedding",
+    kinds={"pgvector"},
+    description=(
+        "Vectors for the partition's memories in the active embedding space "
+        "(MEMORY_EMBEDDING_SPACE: local all-MiniLM-L6-v2 by default, or ollama:bge-m3:1024). "
+        "Embeds only what is missing or stale. After a space change, backfill all partitions: "
+        "search keeps serving the old space until every memory has a vector in the new one."
+    ),
+)
+def memory_embeddings(
+    context: dg.AssetExecutionContext, db: DatabaseResource, embedding: EmbeddingResource
+) -> dg.MaterializeResult:
+    window = context.partition_time_window
+    embedder = embedding.embedder()
+    with db.connection() as conn:
+        report = embed_window(
+            conn, embedder, window.start.date(), window.end.date(), progress=context.log.info
+        )
+    return dg.MaterializeResult(
+        metadata={
+            "space": report.space,
+            "embedded": report.embedded,
+            "already_current": report.up_to_date,
+            "serving_space": report.serving_space or "none yet",
+            "active_space_coverage": report.space_coverage,
+        }
+    )
+
+
+@dg.asset(
+    deps=[memory_embeddings],
+    group_name="embedding",
+    kinds={"postgres"},
+    description=(
+        "Corpus statistics for BM25 ranking: in how many memories each lexeme occurs, and the "
+        "corpus size and mean length (PostgreSQL's own ts_rank has no inverse document "
+        "frequency). Recomputed whole; search reads them, and ranks by term frequency alone "
+        "until they exist."
+    ),
+)
+def bm25_statistics(db: DatabaseResource) -> dg.MaterializeResult:
+    with db.connection() as conn:
+        documents, lexemes = refresh_bm25_statistics(conn)
+    return dg.MaterializeResult(metadata={"memories": documents, "distinct_lexemes": lexemes})
+
+
+defs = dg.Definitions(assets=[memory_embeddings, bm25_statistics])

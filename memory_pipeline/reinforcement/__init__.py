@@ -1,0 +1,1 @@
+"""reinforcement stage: retrieval events folded into memories' access statistics."""

@@ -1,0 +1,279 @@
+"""Readable text for search results and context packs (CLI tables, MCP text content).
+
+Memory text is untrusted: it was written in past sessions and may contain anything, including
+text that imitates instructions or tool output. It is cleaned of control and zero-width
+characters and always shown inside <memory ...> ... </memory> delimiters with its provenance
+(the source turns of `memory_read` sit in <turn ...> ... </turn> blocks inside their memory).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from serving.browse_models import (
+    MemoryDetail,
+    MemoryGraph,
+    MemoryPage,
+    MemorySummary,
+    Timeline,
+)
+from serving.models import ContextPack, Provenance, SearchHit
+
+# Control characters (except tab and newline) and invisible format characters (zero-width
+# spaces and joiners, bidi overrides): they can hide or reorder text in an agent's context.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+# The delimiters this module writes; text inside them must not be able to open or close one.
+_DELIMITER = re.compile(r"</?\s*(?:memory|turn)\b", re.I)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def clean(text: str) -> str:
+    text = _UNSAFE.sub("", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    # A memory must not be able to close its own delimiter.
+    return _DELIMITER.sub(lambda m: m.group(0).replace("<", "‹"), text)
+
+
+def attr(value: object) -> str:
+    """A value for a delimiter attribute: cleaned, on one line, quotes and brackets escaped."""
+    text = " ".join(clean(str(value)).split())
+    return (
+        text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )
+
+
+def _clean_any(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, BaseModel):
+        return clean_model(value)
+    if isinstance(value, list):
+        return [_clean_any(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clean_any(v) for k, v in value.items()}
+    return value
+
+
+def clean_model(model: M) -> M:
+    """A copy of a result model with every string in it cleaned (structured output)."""
+    return model.model_copy(
+        update={name: _clean_any(getattr(model, name)) for name in type(model).model_fields}
+    )
+
+
+def provenance_line(chains: list[Provenance]) -> str:
+    if not chains:
+        return "provenance: none (not derived from a captured task)"
+    parts = []
+    for p in chains:
+        ordinals = ",".join(str(t.ordinal) for t in p.turns)
+        parts.append(f"{p.source} task {p.native_task_id} turns {ordinals}")
+    return "provenance: " + "; ".join(parts)
+
+
+def memory_block(
+    hit_id: str,
+    kind: str,
+    title: str,
+    text: str,
+    created: str,
+    extra: str,
+    chains: list[Provenance],
+) -> str:
+    return (
+        f'<memory id="{hit_id}" kind="{kind}" created="{created}"{extra}>\n'
+        f"title: {clean(title)}\n{clean(provenance_line(chains))}\n\n{clean(text)}\n</memory>"
+    )
+
+
+def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
+    blocks = []
+    for i, h in enumerate(hits, start=1):
+        text = h.content if max_chars is None else h.content[:max_chars]
+        extra = f' rank="{i}" score="{h.score:.3f}"'
+        if h.temporal_context:
+            extra += ' temporal_context="true"'
+        blocks.append(
+            memory_block(
+                str(h.id), h.type, h.title, text, h.created_at.isoformat(), extra, h.provenance
+            )
+        )
+    return "\n\n".join(blocks) if blocks else "No memories matched."
+
+
+def pack_text(pack: ContextPack) -> str:
+    head = (
+        f"Context pack for: {clean(pack.query)}\n"
+        f"{len(pack.items)} items, {pack.tokens_used}/{pack.token_budget} tokens"
+        f"{' (truncated: more relevant memories did not fit)' if pack.truncated else ''}.\n"
+        f"{pack.note}"
+    )
+    blocks = [
+        memory_block(
+            str(item.memory_id),
+            item.kind,
+            item.title,
+            item.text,
+            item.created_at.isoformat(),
+            f' score="{item.score:.3f}"'
+            + (' temporal_context="true"' if item.temporal_context else ""),
+            item.provenance,
+        )
+        for item in pack.items
+    ]
+    return "\n\n".join([head, *blocks])
+
+
+# --- browsing (memory_list, memory_timeline, memory_graph, memory_read) ----------------------
+def _summary_attrs(item: MemorySummary) -> str:
+    extra = f' status="{attr(item.status)}"'
+    if item.project:
+        extra += f' project="{attr(item.project)}"'
+    if item.source_type:
+        extra += f' source="{attr(item.source_type)}"'
+    return extra
+
+
+def summary_block(item: MemorySummary, extra: str = "") -> str:
+    return memory_block(
+        str(item.id),
+        attr(item.type),
+        item.title,
+        item.preview,
+        item.created_at.isoformat(),
+        _summary_attrs(item) + extra,
+        item.provenance,
+    )
+
+
+def page_text(page: MemoryPage) -> str:
+    head = f"{len(page.items)} memories, newest first (previews of their content)."
+    if page.next_cursor:
+        head += (
+            f'\nMore: call memory_list again with cursor="{page.next_cursor}" and the same filters.'
+        )
+    else:
+        head += "\nThis is the last page."
+    if not page.items:
+        return head
+    return "\n\n".join([head, *(summary_block(i) for i in page.items)])
+
+
+def timeline_text(tl: Timeline) -> str:
+    scope = []
+    if tl.around and tl.window_start and tl.window_end:
+        scope.append(
+            f"around {tl.around.isoformat()} ({tl.window_start.isoformat()} to "
+            f"{tl.window_end.isoformat()})"
+        )
+    if tl.project:
+        scope.append(f"in project {attr(tl.project)}")
+    head = f"Timeline {' '.join(scope)}: {len(tl.items)} memories, oldest first."
+    if tl.truncated:
+        head += " More memories matched than the limit; narrow the window or raise the limit."
+    if not tl.items:
+        return head + "\nNo memories in this range."
+    return "\n\n".join([head, *(summary_block(i) for i in tl.items)])
+
+
+def graph_text(graph: MemoryGraph) -> str:
+    head = (
+        f"Relationship graph around {graph.root_id} to depth {graph.depth}: "
+        f"{len(graph.nodes)} memories, {len(graph.edges)} relationships"
+        f"{' (expired edges included)' if graph.include_expired else ''}."
+    )
+    if graph.truncated:
+        head += " The neighbourhood was cut at the node or edge cap."
+    lines = [head, "", "relationships (source --type--> target):"]
+    for e in graph.edges:
+        expired = f" (expired {e.expired_at.isoformat()})" if e.expired_at else ""
+        lines.append(f"- {e.source_id} --{attr(e.relation_type)}--> {e.target_id}{expired}")
+    if not graph.edges:
+        lines.append("- none")
+    blocks = [
+        memory_block(
+            str(n.id),
+            attr(n.type),
+            n.title,
+            n.preview,
+            n.created_at.isoformat(),
+            f' status="{attr(n.status)}" depth="{n.depth}"'
+            + (f' project="{attr(n.project)}"' if n.project else ""),
+            n.provenance,
+        )
+        for n in graph.nodes
+    ]
+    return "\n\n".join(["\n".join(lines), *blocks])
+
+
+def detail_text(d: MemoryDetail) -> str:
+    extra = f' status="{attr(d.status)}" updated="{d.updated_at.isoformat()}"'
+    if d.project:
+        extra += f' project="{attr(d.project)}"'
+    if d.source_type:
+        extra += f' source="{attr(d.source_type)}"'
+    chains = [
+        f"{p.source} task {p.native_task_id} turns {','.join(str(t.ordinal) for t in p.turns)}"
+        for p in d.provenance
+    ]
+    meta = [f"title: {clean(d.title)}"]
+    if d.tags:
+        meta.append("tags: " + ", ".join(clean(t) for t in d.tags))
+    meta.append(f"confidence: {d.confidence:.2f}")
+    if d.summary:
+        meta.append(f"summary: {clean(d.summary)}")
+    meta.append(
+        clean("provenance: " + "; ".join(chains))
+        if chains
+        else "provenance: none (not derived from a captured task)"
+    )
+    body = clean(d.content)
+    if d.content_truncated:
+        body += "\n[content cut at the read limit]"
+    parts = [
+        f'<memory id="{d.id}" kind="{attr(d.type)}" created="{d.created_at.isoformat()}"{extra}>',
+        "\n".join(meta),
+        "",
+        body,
+        "",
+    ]
+    more = ", more not shown" if d.relationships_truncated else ""
+    rels = [f"relationships ({len(d.relationships)}{more}):"]
+    for r in d.relationships:
+        arrow = "->" if r.direction == "outgoing" else "<-"
+        expired = f" [expired {r.expired_at.isoformat()}]" if r.expired_at else ""
+        rels.append(
+            f"- {r.direction} {attr(r.relation_type)} {arrow} {r.other_id} "
+            f"({attr(r.other_type)}, {attr(r.other_status)}): {clean(r.other_title)}{expired}"
+        )
+    if not d.relationships:
+        rels.append("- none")
+    parts += ["\n".join(rels), ""]
+    turns = [t for p in d.provenance for t in p.turns]
+    parts.append(
+        f"source turns ({len(turns)}{', cut at the read limits' if d.turns_truncated else ''}):"
+    )
+    for p in d.provenance:
+        for t in p.turns:
+            parts.append(
+                f'<turn source="{attr(p.source)}" task="{attr(p.native_task_id)}"'
+                f' ordinal="{t.ordinal}" role="{attr(t.role)}">'
+            )
+            for label, text, cut in (
+                ("prompt", t.prompt, t.prompt_truncated),
+                ("outcome", t.outcome, t.outcome_truncated),
+            ):
+                if text is None:
+                    parts.append(f"{label}: [omitted: the read's text budget is spent]")
+                else:
+                    parts.append(f"{label}:{' [cut]' if cut else ''}\n{clean(text)}")
+            parts.append("</turn>")
+    parts.append("</memory>")
+    return "\n".join(parts)

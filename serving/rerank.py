@@ -1,0 +1,164 @@
+"""The utility rerank: each term a small pure function, the total a weighted sum.
+
+Weights and constants come from `serving/rerank_weights.py`; the formula is documented there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from serving import rerank_weights as W
+from serving.text import overlap, tokens
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A fused candidate with what the rerank needs to know about it."""
+
+    id: str
+    type: str
+    title: str
+    content: str
+    encoding_context: str | None
+    project: str | None
+    mem_class: str | None
+    status: str
+    depth_score: float | None
+    access_count: int
+    created_at: datetime
+    last_accessed_at: datetime | None
+    rrf: float
+    task_id: str | None
+
+
+def rrf_scores(*rankings: list[str], k: int = W.RRF_K) -> dict[str, float]:
+    """Reciprocal Rank Fusion: sum over channels of 1 / (k + rank), rank starting at 1."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def rrf_normalized(rrf: float, channels: int = 2, k: int = W.RRF_K) -> float:
+    """RRF scaled to 0..1: 1.0 means rank 1 in every channel."""
+    return rrf / (channels / (k + 1))
+
+
+def recency(created_at: datetime, access_count: int, now: datetime) -> float:
+    """Power-law decay of age; stability grows with retrieval, so used memories fade slower."""
+    age_days = max(0.0, (now - created_at).total_seconds() / 86400)
+    stability = W.RECENCY_BASE_STABILITY_DAYS * (1 + math.log1p(max(access_count, 0)))
+    return (1 + age_days / stability) ** -W.RECENCY_DECAY
+
+
+def length_score(text: str) -> float:
+    words = len(text.split())
+    low, high = W.LENGTH_IDEAL_WORDS
+    if words < low:
+        return words / low
+    if words <= high:
+        return 1.0
+    return 1.0 / (1.0 + (words - high) / W.LENGTH_LONG_HALF_WORDS)
+
+
+def spacing_bonus(created_at: datetime, last_accessed_at: datetime | None) -> float:
+    if last_accessed_at is None:
+        return 1.0
+    span_days = max(0.0, (last_accessed_at - created_at).total_seconds() / 86400)
+    return 1.0 + W.SPACING_MAX_EXTRA * min(1.0, span_days / W.SPACING_FULL_DAYS)
+
+
+def reinforcement(
+    access_count: int, created_at: datetime, last_accessed_at: datetime | None
+) -> float:
+    if access_count <= 0:
+        return 0.0
+    return (
+        W.REINFORCEMENT_WEIGHT
+        * math.log1p(access_count)
+        * spacing_bonus(created_at, last_accessed_at)
+    )
+
+
+def is_stale(created_at: datetime, last_accessed_at: datetime | None, now: datetime) -> bool:
+    """Not retrieved for STALE_AFTER_DAYS (counting from creation when never retrieved)."""
+    last = last_accessed_at or created_at
+    return (now - last).days > W.STALE_AFTER_DAYS
+
+
+def score(
+    c: Candidate,
+    query_tokens: set[str],
+    context_tokens: set[str],
+    project_context: str | None,
+    now: datetime,
+) -> tuple[float, dict[str, float]]:
+    """The rerank score of one candidate and each of its terms."""
+    text_tokens = tokens(f"{c.title} {c.content}")
+    parts = {
+        "rrf": W.W_RRF * rrf_normalized(c.rrf),
+        "token_overlap": W.W_TOKEN_OVERLAP * overlap(query_tokens, text_tokens),
+        "title_overlap": W.W_TITLE_OVERLAP * overlap(query_tokens, tokens(c.title)),
+        "context_overlap": W.W_CONTEXT_OVERLAP
+        * overlap(context_tokens, tokens(c.encoding_context or "")),
+        "recency": W.W_RECENCY * recency(c.created_at, c.access_count, now),
+        "length": W.W_LENGTH * length_score(c.content),
+        "depth": W.W_DEPTH * (c.depth_score or 0.0),
+        "type_boost": W.TYPE_BOOST.get(c.type, 0.0),
+        "mem_class_boost": W.MEM_CLASS_BOOST.get(c.mem_class or "", 0.0),
+        "reinforcement": reinforcement(c.access_count, c.created_at, c.last_accessed_at),
+        "project_penalty": W.PROJECT_PENALTY
+        if project_context and c.project and c.project.casefold() != project_context.casefold()
+        else 0.0,
+        "superseded_penalty": W.SUPERSEDED_PENALTY if c.status == "superseded" else 0.0,
+        "staleness_penalty": W.STALENESS_PENALTY
+        if is_stale(c.created_at, c.last_accessed_at, now)
+        else 0.0,
+    }
+    return sum(parts.values()), {k: round(v, 6) for k, v in parts.items()}
+
+
+def dedup_exact(ranked: list[Candidate]) -> list[Candidate]:
+    """Collapse candidates with the same content (whitespace-insensitive), keeping the best."""
+    seen: set[str] = set()
+    out = []
+    for c in ranked:
+        key = " ".join(c.content.split()).casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(c)
+    return out
+
+
+def diversify(
+    ranked: list[Candidate],
+    scores: dict[str, float],
+    per_task: int = W.MAX_RESULTS_PER_TASK,
+    penalty: float = W.DIVERSITY_PENALTY,
+) -> list[Candidate]:
+    """Soft lineage diversity: the best results of a task are free, further ones pay a price.
+
+    Greedy: each next result is the candidate with the highest score after subtracting
+    `penalty` for every result its task already has beyond `per_task - 1`. A strong third
+    result from one task still beats a weak result from another; an equal one does not.
+    Ties keep the incoming order, so the outcome is deterministic.
+    """
+    remaining = list(ranked)
+    counts: dict[str, int] = {}
+    out: list[Candidate] = []
+
+    def effective(c: Candidate) -> float:
+        extra = counts.get(c.task_id, 0) - (per_task - 1) if c.task_id else 0
+        return scores[c.id] - penalty * max(0, extra)
+
+    while remaining:
+        best = max(range(len(remaining)), key=lambda i: (effective(remaining[i]), -i))
+        chosen = remaining.pop(best)
+        if chosen.task_id:
+            counts[chosen.task_id] = counts.get(chosen.task_id, 0) + 1
+        out.append(chosen)
+    return out

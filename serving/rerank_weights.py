@@ -1,0 +1,94 @@
+"""The single source of truth for retrieval: channel sizes, fusion and utility-rerank weights.
+
+Both the production search (`serving/search.py`) and the retrieval evaluation
+(`serving/evaluation.py`) read these values; change them here and nowhere else.
+
+    rerank_score = 0.30 * rrf_score            (normalised: 1.0 = rank 1 in both channels)
+                 + 0.18 * token_overlap
+                 + 0.18 * title_overlap
+                 + 0.10 * context_overlap        (query context vs encoding context)
+                 + 0.12 * recency                (power-law decay with stability)
+                 + 0.08 * length_score
+                 + 0.05 * depth_score
+                 + type_boost                    (0.06 idea/synthesis/insight/decision)
+                 + mem_class_boost               (0.04 semantic, 0.02 procedural, 0 episodic)
+                 + reinforcement                 (0.03 * log1p(access_count) * spacing_bonus)
+                 + project_penalty               (-0.15 when the memory is of another project)
+                 + superseded_penalty            (-0.20 when status = superseded)
+                 + staleness_penalty             (-0.05 when not retrieved for 90 days)
+"""
+
+from __future__ import annotations
+
+# --- candidate channels -------------------------------------------------------------------
+# Every search draws the same candidates per channel whatever the output limit, so a larger
+# limit only appends results (prefix stability).
+CANDIDATES_PER_CHANNEL = 100
+# HNSW search breadth: at least the candidate count, or the index cannot return 100 rows.
+HNSW_EF_SEARCH = 200
+# Okapi BM25 over search_vector with the pipeline's corpus statistics (search_term_stats):
+#   score = sum over query lexemes t of idf(t) * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl/avgdl))
+#   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)); dl = distinct lexemes of the memory.
+# tf counts a lexeme's positions, an occurrence in the title or the questions a memory answers
+# (weight A) as BM25_TITLE_TF.
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_TITLE_TF = 2.0
+
+# --- fusion ---------------------------------------------------------------------------------
+RRF_K = 60
+
+# --- utility rerank -------------------------------------------------------------------------
+W_RRF = 0.30
+W_TOKEN_OVERLAP = 0.18
+W_TITLE_OVERLAP = 0.18
+W_CONTEXT_OVERLAP = 0.10
+W_RECENCY = 0.12
+W_LENGTH = 0.08
+W_DEPTH = 0.05
+
+TYPE_BOOST = {"idea": 0.06, "synthesis": 0.06, "insight": 0.06, "decision": 0.06}
+MEM_CLASS_BOOST = {"semantic": 0.04, "procedural": 0.02, "episodic": 0.0}
+
+REINFORCEMENT_WEIGHT = 0.03
+# Spacing effect: retrievals spread over a longer span consolidate more. The bonus grows from
+# 1.0 (all retrievals on the day the memory was made) to 1.0 + SPACING_MAX_EXTRA once the last
+# retrieval is SPACING_FULL_DAYS after creation.
+SPACING_MAX_EXTRA = 0.5
+SPACING_FULL_DAYS = 30.0
+
+PROJECT_PENALTY = -0.15
+SUPERSEDED_PENALTY = -0.20
+STALENESS_PENALTY = -0.05
+STALE_AFTER_DAYS = 90
+
+# Recency: (1 + age_days / stability_days) ** -RECENCY_DECAY, where stability grows with use:
+# stability_days = RECENCY_BASE_STABILITY_DAYS * (1 + log1p(access_count)).
+RECENCY_DECAY = 0.5
+RECENCY_BASE_STABILITY_DAYS = 14.0
+
+# Length: a memory of LENGTH_IDEAL_WORDS words scores 1; shorter ones fall off linearly to 0 at
+# zero words, longer ones decay slowly (a long segment still carries its content).
+LENGTH_IDEAL_WORDS = (20, 400)
+LENGTH_LONG_HALF_WORDS = 2000  # length at which a long text's score has halved
+
+# --- result shaping -------------------------------------------------------------------------
+# Soft lineage diversity: the first MAX_RESULTS_PER_TASK results of one source task are free;
+# each further one from that task loses DIVERSITY_PENALTY per result already taken beyond them
+# (demoted, never dropped).
+MAX_RESULTS_PER_TASK = 2
+DIVERSITY_PENALTY = 0.05
+# Temporal context: the top result's neighbours within this window are appended, marked.
+TEMPORAL_WINDOW_HOURS = 24
+TEMPORAL_NEIGHBOURS = 3
+
+# --- limits ---------------------------------------------------------------------------------
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 2000
+# Context packs count tokens as characters / 4 (the usual estimate for English and code).
+CHARS_PER_TOKEN = 4
+
+# Memory types that must never steer an agent automatically: correction episodes are evidence of
+# what the user wanted, searchable on request but never packed into context or briefings.
+STEERING_EXCLUDED_TYPES = ("correction_episode",)

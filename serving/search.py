@@ -1,0 +1,357 @@
+"""Hybrid search, exactly as the seed specifies, over the read-only role's connection.
+
+1. BM25-style full text over `search_vector` and cosine over the serving space's HNSW index,
+   the same CANDIDATES_PER_CHANNEL per channel whatever the output limit.
+2. Reciprocal Rank Fusion (k = 60).
+3. The utility rerank over the whole fused pool (`serving/rerank.py`).
+4. Exact-content dedup, then soft diversity (at most two results per source task first).
+5. The limit, applied last: a larger limit only appends (prefix stability).
+6. Temporal context: the top result's neighbours within 24 hours, appended and marked.
+7. Retrieval events for the returned results, which the pipeline folds into access counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from serving import rerank_weights as W
+from serving.models import Provenance, SearchFilters, SearchHit, SearchResponse, TurnRef
+from serving.rerank import Candidate, dedup_exact, diversify, rrf_scores, score
+from serving.text import tokens
+
+_CANDIDATE_COLUMNS = (
+    "m.id, m.type, m.title, m.content, m.encoding_context, m.project, m.mem_class, m.status,"
+    " m.depth_score, m.access_count, m.created_at, m.last_accessed_at, m.source_type, m.tags,"
+    " m.updated_at,"
+    " (SELECT p.task_id FROM memory_provenance p WHERE p.memory_id = m.id LIMIT 1)"
+)
+
+
+class QueryEmbedder:
+    """Embeds queries in the serving space; loaded lazily, kept for the process."""
+
+    def __init__(self, ollama_host: str) -> None:
+        self.ollama_host = ollama_host
+        self._by_space: dict[str, Any] = {}
+
+    def embed(self, space: str, query: str) -> np.ndarray:
+        if space not in self._by_space:
+            from memory_pipeline.embedding.spaces import embedder_for
+
+            self._by_space[space] = embedder_for(space, self.ollama_host)
+        return self._by_space[space].embed([query])[0]
+
+
+@dataclass(frozen=True)
+class _Row:
+    candidate: Candidate
+    source_type: str | None
+    tags: list[str]
+    updated_at: datetime
+
+
+def serving_space(conn: psycopg.Connection) -> tuple[str, int] | None:
+    row = conn.execute("SELECT name, dims FROM embedding_spaces WHERE serving").fetchone()
+    return (row[0], row[1]) if row else None
+
+
+def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
+    """WHERE conditions on `m` (memories) for the hard filters."""
+    conds: list[sql.Composable] = [sql.SQL("m.status = ANY(%s)")]
+    params: list[Any] = [list(filters.statuses)]
+    for column, values in (
+        ("type", filters.types),
+        ("mem_class", filters.mem_classes),
+        ("project", filters.projects),
+        ("source_type", filters.sources),
+    ):
+        if values:
+            conds.append(sql.SQL("m.{} = ANY(%s)").format(sql.Identifier(column)))
+            params.append(list(values))
+    if filters.tags:
+        conds.append(sql.SQL("m.tags && %s"))
+        params.append(list(filters.tags))
+    if filters.since:
+        conds.append(sql.SQL("m.created_at >= %s"))
+        params.append(filters.since)
+    if filters.until:
+        conds.append(sql.SQL("m.created_at < %s"))
+        params.append(filters.until)
+    return sql.SQL(" AND ").join(conds), params
+
+
+def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -> list[str]:
+    """Okapi BM25 candidates: any query lexeme may match, rare ones weigh most.
+
+    The query's English lexemes are OR-ed (a question rarely repeats every word of its answer)
+    and the GIN index finds the memories holding any of them; BM25 then ranks those with the
+    inverse document frequencies the pipeline recorded. Before the first statistics exist, every
+    lexeme counts the same.
+    """
+    lexemes: list[str] = conn.execute(
+        "SELECT ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', %s)))"
+        " AS l ORDER BY 1)",
+        [query],
+    ).fetchone()[0]  # type: ignore[index]
+    if not lexemes:
+        return []
+    idfs, avgdl = _bm25_statistics(conn, lexemes)
+    tsquery = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lexemes)
+    where, params = filter_sql(filters)
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT m.id FROM memories m CROSS JOIN LATERAL ("
+            "   SELECT q.idf, (SELECT sum(CASE w WHEN 'A' THEN %s ELSE 1 END)"
+            "                  FROM unnest(u.weights) AS w) AS tf"
+            "   FROM unnest(m.search_vector) AS u"
+            "   JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme"
+            " ) t"
+            " WHERE m.search_vector @@ CAST(%s AS tsquery) AND {where}"
+            " GROUP BY m.id"
+            " ORDER BY sum(t.idf * t.tf * %s"
+            "   / (t.tf + %s * (1 - %s + %s * length(m.search_vector) / %s))) DESC, m.id"
+            " LIMIT %s"
+        ).format(where=where),
+        [
+            W.BM25_TITLE_TF,
+            lexemes,
+            idfs,
+            tsquery,
+            *params,
+            W.BM25_K1 + 1,
+            W.BM25_K1,
+            W.BM25_B,
+            W.BM25_B,
+            avgdl,
+            W.CANDIDATES_PER_CHANNEL,
+        ],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _bm25_statistics(conn: psycopg.Connection, lexemes: list[str]) -> tuple[list[float], float]:
+    """IDF of each lexeme and the mean document length, from the pipeline's statistics."""
+    corpus = conn.execute("SELECT documents, avg_lexemes FROM search_corpus_stats").fetchone()
+    if not corpus or not corpus[0]:
+        return [1.0] * len(lexemes), 1.0
+    documents, avgdl = corpus
+    df = dict(
+        conn.execute(
+            "SELECT lexeme, ndoc FROM search_term_stats WHERE lexeme = ANY(%s)", [lexemes]
+        ).fetchall()
+    )
+    idfs = [
+        math.log(1 + (documents - df.get(lex, 0) + 0.5) / (df.get(lex, 0) + 0.5)) for lex in lexemes
+    ]
+    return idfs, max(float(avgdl), 1.0)
+
+
+def vector_channel(
+    conn: psycopg.Connection,
+    space: str,
+    dims: int,
+    vector: np.ndarray,
+    filters: SearchFilters,
+) -> list[str]:
+    """Cosine candidates from the serving space's partial HNSW index, and only that space.
+
+    The space and width are inlined as literals so the planner can match the partial index
+    (`WHERE space = '...'`); iterative scans keep filtered queries from running short.
+    """
+    where, params = filter_sql(filters)
+    cast = sql.SQL("vector({})").format(sql.Literal(dims))
+    conn.execute(f"SET LOCAL hnsw.ef_search = {int(W.HNSW_EF_SEARCH)}")
+    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT e.memory_id FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id"
+            " WHERE e.space = {space} AND {where}"
+            " ORDER BY e.embedding::{cast} <=> %s::{cast} LIMIT %s"
+        ).format(space=sql.Literal(space), where=where, cast=cast),
+        [*params, vector, W.CANDIDATES_PER_CHANNEL],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _candidates(conn: psycopg.Connection, ids: Sequence[str]) -> dict[str, _Row]:
+    rows = conn.execute(
+        f"SELECT {_CANDIDATE_COLUMNS} FROM memories m WHERE m.id = ANY(%s::uuid[])",
+        [list(ids)],
+    ).fetchall()
+    out = {}
+    for r in rows:
+        cand = Candidate(
+            id=str(r[0]),
+            type=r[1],
+            title=r[2],
+            content=r[3],
+            encoding_context=r[4],
+            project=r[5],
+            mem_class=r[6],
+            status=r[7],
+            depth_score=r[8],
+            access_count=r[9],
+            created_at=r[10],
+            last_accessed_at=r[11],
+            rrf=0.0,
+            task_id=str(r[15]) if r[15] else None,
+        )
+        out[cand.id] = _Row(cand, r[12], list(r[13] or []), r[14])
+    return out
+
+
+def provenance(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str, list[Provenance]]:
+    """memory id -> its provenance chains (task, native task id, segment, turns)."""
+    rows = conn.execute(
+        "SELECT p.memory_id, p.task_id, t.source, t.native_id, t.title, p.segment_id,"
+        " a.ordinal, a.native_turn_id, a.native_message_ids, p.role"
+        " FROM memory_provenance p JOIN captured_tasks t ON t.id = p.task_id"
+        " JOIN agent_turns a ON a.id = p.turn_id"
+        " WHERE p.memory_id = ANY(%s::uuid[]) ORDER BY p.memory_id, p.segment_id, a.ordinal",
+        [list(memory_ids)],
+    ).fetchall()
+    chains: dict[str, dict[tuple[str, str], Provenance]] = {}
+    for mid, task_id, source, native_id, title, seg_id, ordinal, turn_id, msg_ids, role in rows:
+        by_seg = chains.setdefault(str(mid), {})
+        key = (str(task_id), str(seg_id))
+        if key not in by_seg:
+            by_seg[key] = Provenance(
+                task_id=task_id,
+                source=source,
+                native_task_id=native_id,
+                task_title=title,
+                segment_id=seg_id,
+                turns=[],
+            )
+        by_seg[key].turns.append(
+            TurnRef(
+                ordinal=ordinal, native_turn_id=turn_id, native_message_ids=list(msg_ids), role=role
+            )
+        )
+    return {mid: list(v.values()) for mid, v in chains.items()}
+
+
+def _temporal_neighbours(
+    conn: psycopg.Connection, top: Candidate, exclude: set[str], filters: SearchFilters
+) -> list[str]:
+    where, params = filter_sql(filters)
+    window = timedelta(hours=W.TEMPORAL_WINDOW_HOURS)
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT m.id FROM memories m WHERE m.created_at BETWEEN %s AND %s"
+            " AND NOT (m.id = ANY(%s::uuid[])) AND {where}"
+            " ORDER BY abs(extract(epoch FROM m.created_at - %s)), m.id LIMIT %s"
+        ).format(where=where),
+        [
+            top.created_at - window,
+            top.created_at + window,
+            list(exclude),
+            *params,
+            top.created_at,
+            W.TEMPORAL_NEIGHBOURS,
+        ],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def search(
+    conn: psycopg.Connection,
+    query: str,
+    *,
+    embedder: QueryEmbedder | None,
+    limit: int = W.DEFAULT_LIMIT,
+    filters: SearchFilters | None = None,
+    context: str | None = None,
+    project_context: str | None = None,
+    channels: tuple[str, ...] = ("bm25", "vector"),
+    temporal_context: bool = True,
+    record_surface: str | None = None,
+    now: datetime | None = None,
+) -> SearchResponse:
+    """The full pipeline. `channels` lets the evaluation measure each channel alone."""
+    filters = filters or SearchFilters()
+    now = now or datetime.now(UTC)
+    limit = max(1, min(limit, W.MAX_LIMIT))
+    with conn.transaction():
+        space = serving_space(conn) if "vector" in channels and embedder else None
+        bm25 = bm25_channel(conn, query, filters) if "bm25" in channels else []
+        vec: list[str] = []
+        if space is not None and embedder is not None:
+            vec = vector_channel(conn, space[0], space[1], embedder.embed(space[0], query), filters)
+        fused = rrf_scores(bm25, vec)
+        rows = _candidates(conn, list(fused))
+        bm25_rank = {mid: i for i, mid in enumerate(bm25, start=1)}
+        vec_rank = {mid: i for i, mid in enumerate(vec, start=1)}
+        q_tokens = tokens(query)
+        c_tokens = tokens(context) if context else q_tokens
+        scored: dict[str, tuple[float, dict[str, float]]] = {}
+        pool = []
+        for mid, row in rows.items():
+            cand = replace(row.candidate, rrf=fused[mid])
+            scored[mid] = score(cand, q_tokens, c_tokens, project_context, now)
+            pool.append(cand)
+        # Deterministic order: score, then RRF, then id, so equal states give equal rankings.
+        pool.sort(key=lambda c: (-scored[c.id][0], -c.rrf, c.id))
+        ranked = diversify(dedup_exact(pool), {m: v[0] for m, v in scored.items()})[:limit]
+
+        extra: list[Candidate] = []
+        if temporal_context and ranked:
+            ids = _temporal_neighbours(conn, ranked[0], {c.id for c in ranked}, filters)
+            extra_rows = _candidates(conn, ids)
+            extra = [extra_rows[i].candidate for i in ids if i in extra_rows]
+            rows.update({i: extra_rows[i] for i in ids if i in extra_rows})
+        chains = provenance(conn, [c.id for c in ranked + extra])
+
+        hits = []
+        extra_ids = {c.id for c in extra}
+        for cand in ranked + extra:
+            is_extra = cand.id in extra_ids
+            total, parts = scored.get(cand.id, (0.0, {}))
+            row = rows[cand.id]
+            hits.append(
+                SearchHit(
+                    id=cand.id,
+                    type=cand.type,
+                    title=cand.title,
+                    content=cand.content,
+                    project=cand.project,
+                    mem_class=cand.mem_class,
+                    source_type=row.source_type,
+                    status=cand.status,
+                    tags=row.tags,
+                    created_at=cand.created_at,
+                    updated_at=row.updated_at,
+                    score=round(total, 6),
+                    rrf=round(cand.rrf, 6),
+                    bm25_rank=bm25_rank.get(cand.id),
+                    vector_rank=vec_rank.get(cand.id),
+                    components=parts,
+                    temporal_context=is_extra,
+                    provenance=chains.get(cand.id, []),
+                )
+            )
+        if record_surface and ranked:
+            record_retrievals(conn, query, [c.id for c in ranked], record_surface)
+    return SearchResponse(query=query, space=space[0] if space else None, results=hits)
+
+
+def record_retrievals(
+    conn: psycopg.Connection, query: str, memory_ids: Sequence[str], surface: str
+) -> None:
+    """What was returned, for reinforcement; the query is kept only as a hash."""
+    digest = hashlib.sha256(query.encode()).hexdigest()
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO retrieval_events (memory_id, surface, query_sha256, rank)"
+            " VALUES (%s, %s, %s, %s)",
+            [(mid, surface, digest, rank) for rank, mid in enumerate(memory_ids, start=1)],
+        )

@@ -1,0 +1,39 @@
+"""Query and memory tokens for the overlap terms of the rerank."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from memory_pipeline.semantic.text import stem
+
+# Function words only: in a query, words like "fix", "run" or "error" carry meaning.
+_STOPWORDS = frozenset(
+    """
+    a an and are as at be been but by can could did do does for from had has have how i if in
+    into is it its me my no not of on or our so than that the their them then there these they
+    this those to was we were what when where which who why will with would you your about
+    after again all also any because before between both each few just more most other out over
+    own same should some such too very via vs while
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+_TOKEN = re.compile(r"[a-z0-9]+(?:[_.-][a-z0-9]+)*")
+
+
+def tokens(text: str) -> set[str]:
+    """Stemmed content tokens; identifiers also contribute their parts (retry_policy -> retry)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: set[str] = set()
+    for tok in _TOKEN.findall(text):
+        parts = {tok, *re.split(r"[_.-]", tok)}
+        for part in parts:
+            if len(part) >= 2 and part not in _STOPWORDS:
+                out.add(stem(part))
+    return out
+
+
+def overlap(query_tokens: set[str], text_tokens: set[str]) -> float:
+    """Share of the query's tokens the text contains (0..1)."""
+    if not query_tokens:
+        return 0.0
+    return len(query_tokens & text_tokens) / len(query_tokens)
