@@ -12,6 +12,7 @@ import dagster as dg
 
 from memory_pipeline.capture.changes import changed_since
 from memory_pipeline.capture.sources import source_roots
+from memory_pipeline.errors import UserError
 from memory_pipeline.jobs import (
     INGEST_JOB,
     PARTITION_TAG,
@@ -43,8 +44,11 @@ def materialize_all(
         )
         if not result.success:
             failure = result.get_run_failure_event()
-            message = failure.message if failure else "see the run in the Dagster UI"
-            raise dg.DagsterError(f"{job_name} failed (run {result.run_id}): {message}")
+            message = failure.message if failure else "a step failed"
+            raise UserError(
+                f"{job_name} failed ({message.strip()}); see run {result.run_id} in the Dagster "
+                "UI (`memory-pipeline ui`) for its logs"
+            )
         _report(result, progress)
         results.append(result)
     return results

@@ -7,7 +7,6 @@ points MEMORY_HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and DAGSTER_HOME at temporary 
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -28,35 +27,23 @@ TEMPLATE_DB = "mp_test_template"
 @pytest.fixture(scope="session")
 def session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("memory_home")
-    saved = {k: os.environ.get(k) for k in _ISOLATED_ENV}
-    os.environ.update(
-        {
-            "MEMORY_HOME": str(home),
-            "CODEX_HOME": str(home / "no-codex"),
-            "CLAUDE_CONFIG_DIR": str(home / "no-claude"),
-            "DAGSTER_HOME": str(home / "dagster"),
-        }
-    )
-    for key in ("DATABASE_URL", "DAGSTER_PG_URL", "MEMORY_READER_URL", "MEMORY_SEMANTIC_MODEL"):
-        os.environ.pop(key, None)
+    env = pytest.MonkeyPatch()
+    env.setenv("MEMORY_HOME", str(home))
+    env.setenv("CODEX_HOME", str(home / "no-codex"))
+    env.setenv("CLAUDE_CONFIG_DIR", str(home / "no-claude"))
+    env.setenv("DAGSTER_HOME", str(home / "dagster"))
+    for key in (
+        "DATABASE_URL",
+        "DAGSTER_PG_URL",
+        "MEMORY_READER_URL",
+        "MEMORY_SEMANTIC_MODEL",
+        "MEMORY_SOURCES",
+        "MEMORY_IMPORT_DIR",
+        "MEMORY_BACKUP_KEY",
+    ):
+        env.delenv(key, raising=False)
     yield home
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
-
-_ISOLATED_ENV = (
-    "MEMORY_HOME",
-    "CODEX_HOME",
-    "CLAUDE_CONFIG_DIR",
-    "DAGSTER_HOME",
-    "DATABASE_URL",
-    "DAGSTER_PG_URL",
-    "MEMORY_READER_URL",
-    "MEMORY_SEMANTIC_MODEL",
-)
+    env.undo()
 
 
 @pytest.fixture(scope="session")
@@ -139,17 +126,11 @@ def dagster_pg_url(pg_server: EmbeddedServer, admin_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def dagster_home(tmp_path: Path, dagster_pg_url: str) -> Iterator[Path]:
+def dagster_home(tmp_path: Path, dagster_pg_url: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A DAGSTER_HOME with the repo's dagster.yaml, its storage on PostgreSQL."""
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copyfile(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
-    saved = {k: os.environ.get(k) for k in ("DAGSTER_HOME", "DAGSTER_PG_URL")}
-    os.environ["DAGSTER_HOME"] = str(home)
-    os.environ["DAGSTER_PG_URL"] = dagster_pg_url
-    yield home
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_PG_URL", dagster_pg_url)
+    return home

@@ -14,7 +14,10 @@ from memory_pipeline.settings import Settings
 
 
 def reader_url(settings: Settings | None = None) -> str:
-    return resolve_urls(settings or Settings.from_env(), start=True).reader
+    """MEMORY_READER_URL when set; otherwise the read-only role on our database (starting the
+    embedded server if that is the one we use)."""
+    settings = settings or Settings.from_env()
+    return settings.reader_url or resolve_urls(settings, start=True).reader
 
 
 def connect_reader(url: str | None = None) -> psycopg.Connection:

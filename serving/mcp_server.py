@@ -60,6 +60,7 @@ from serving.browse_models import (
     Timeline,
 )
 from serving.context_pack import context as build_context_pack
+from serving.db import reader_url
 from serving.models import ContextPack, MemoryStatus, SearchFilters, SearchHit
 from serving.render import (
     clean,
@@ -195,13 +196,7 @@ class ReaderPool:
 
     def url(self) -> str:
         if self._url is None:
-            settings = Settings.from_env()
-            if settings.reader_url:
-                self._url = settings.reader_url
-            else:
-                from serving.db import reader_url
-
-                self._url = reader_url(settings)  # starts the embedded server if needed
+            self._url = reader_url()  # starts the embedded server if that is the one we use
         return self._url
 
     def _open(self) -> ConnectionPool:

@@ -50,6 +50,7 @@ def captured_tasks(
         for key, value in report.metadata().items()
     }
     metadata["sources"] = sources.kind
+    metadata["skipped_tasks_table"] = dg.MetadataValue.md(report.skip_table())
     return dg.MaterializeResult(metadata=metadata)
 
 

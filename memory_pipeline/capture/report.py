@@ -6,6 +6,8 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline.capture.redact import Redactions
 
+MAX_SKIP_ROWS = 50
+
 
 class CaptureReport(BaseModel):
     model_config = {"arbitrary_types_allowed": True}
@@ -20,11 +22,24 @@ class CaptureReport(BaseModel):
     renames: int = 0
     unfinished_turns_waiting: int = 0
     skipped_tasks: dict[str, int] = Field(default_factory=dict)  # reason -> count
+    # The first few skipped tasks of the run with their reason, for the run's skip table.
+    skipped_examples: list[tuple[str, str, str]] = Field(default_factory=list)
     file_issues: dict[str, int] = Field(default_factory=dict)  # reason -> count
     redactions: Redactions = Field(default_factory=Redactions)
 
-    def count_skip(self, reason: str) -> None:
+    def count_skip(self, source: str, native_id: str, reason: str) -> None:
         self.skipped_tasks[reason] = self.skipped_tasks.get(reason, 0) + 1
+        if len(self.skipped_examples) < MAX_SKIP_ROWS:
+            self.skipped_examples.append((source, native_id, reason))
+
+    def skip_table(self) -> str:
+        """Markdown table of skipped tasks (the full list, with evidence, is capture_skips)."""
+        if not self.skipped_examples:
+            return "No task was skipped."
+        rows = [f"| {s} | `{n}` | {r} |" for s, n, r in self.skipped_examples]
+        more = sum(self.skipped_tasks.values()) - len(rows)
+        tail = [f"\n{more} more in the capture_skips table."] if more > 0 else []
+        return "\n".join(["| source | native id | reason |", "|---|---|---|", *rows, *tail])
 
     def count_file_issue(self, reason: str) -> None:
         self.file_issues[reason] = self.file_issues.get(reason, 0) + 1

@@ -99,7 +99,7 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
     report.tasks_seen += 1
     if task.ownership.ownership != "user_owned":
         record_task_skip(conn, task, day)
-        report.count_skip(task.ownership.reason)
+        report.count_skip(task.source, task.native_id, task.ownership.reason)
         return
 
     title = _title(task)

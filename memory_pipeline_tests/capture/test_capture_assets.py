@@ -167,3 +167,13 @@ def test_days_before_the_first_partition_are_not_requested(tmp_path, day) -> Non
     from memory_pipeline.capture.changes import partition_days
 
     assert partition_days({date.fromisoformat(day), date(2026, 9, 24)}) == {date(2026, 9, 24)}
+
+
+def test_delegated_tasks_are_reported_in_the_run(db_url, conn, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    home = codex_home(tmp_path, "01a1404c")  # a `codex exec` run on 2026-10-15
+    meta = materialize(db_url, sources(home, tmp_path), "2026-10-15")
+    assert meta["tasks_captured"] == 0 and meta["tasks_skipped"] == 1
+    assert meta["skipped_by_reason"] == {"codex:exec": 1}
+    assert "codex:exec" in meta["skipped_tasks_table"] and "01a1404c" in meta["skipped_tasks_table"]
+    row = conn.execute("SELECT reason, ownership, evidence FROM capture_skips").fetchone()
+    assert row[0] == "codex:exec" and row[1] == "delegated" and row[2]

@@ -64,9 +64,10 @@ def pool(reader_url: str) -> Iterator[ReaderPool]:
 
 # --- stdio -------------------------------------------------------------------------------------
 async def test_stdio_subprocess(reader_url: str, memory_id: str, tmp_path: Path) -> None:
+    # Exactly what the README tells Claude Code and Codex to launch.
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "serving.mcp_server"],
+        command=str(Path(sys.executable).parent / "memory-pipeline"),
+        args=["mcp"],
         cwd=str(REPO_ROOT),
         # stdio_client passes only HOME, PATH, ...: the database settings go explicitly.
         env={"MEMORY_HOME": str(tmp_path), "MEMORY_READER_URL": reader_url},

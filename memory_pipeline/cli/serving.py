@@ -1,0 +1,207 @@
+"""Read-only commands over the materialized memories: search, context, eval, mcp.
+
+They go through `serving/`, as an agent would, connecting as the read-only role.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memory_pipeline.cli.app import app
+from memory_pipeline.errors import UserError
+from memory_pipeline.settings import DEMO_GOLD, Settings
+
+TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Memory type (repeatable).")]
+ProjectOpt = Annotated[list[str] | None, typer.Option("--project", help="Project (repeatable).")]
+SourceOpt = Annotated[
+    list[str] | None, typer.Option("--source", help="codex, claude_code, chat_import (repeatable).")
+]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable, any of).")]
+SinceOpt = Annotated[datetime | None, typer.Option(help="Only memories created at or after this.")]
+UntilOpt = Annotated[datetime | None, typer.Option(help="Only memories created before this.")]
+StatusOpt = Annotated[
+    list[str] | None,
+    typer.Option("--status", help="Statuses to include (default: active, explored)."),
+]
+
+
+def _filters(types, projects, sources, tags, since, until, statuses):  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from serving.models import SearchFilters
+
+    fields = {
+        "types": types,
+        "projects": projects,
+        "sources": sources,
+        "tags": tags,
+        "since": since,
+        "until": until,
+    }
+    if statuses:
+        fields["statuses"] = statuses
+    try:
+        return SearchFilters(**fields)
+    except ValidationError as exc:
+        raise UserError(f"invalid filter: {exc.errors()[0]['msg']}") from exc
+
+
+def _check_query(query: str) -> str:
+    from serving.rerank_weights import MAX_QUERY_CHARS
+
+    query = query.strip()
+    if not query:
+        raise UserError("the query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise UserError(f"the query is longer than {MAX_QUERY_CHARS} characters")
+    return query
+
+
+@app.command()
+def search(
+    query: str,
+    limit: Annotated[int, typer.Option(min=1, max=50, help="Results to return.")] = 10,
+    json_output: Annotated[bool, typer.Option("--json", help="Ranked results as JSON.")] = False,
+    types: TypeOpt = None,
+    projects: ProjectOpt = None,
+    sources: SourceOpt = None,
+    tags: TagOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    statuses: StatusOpt = None,
+) -> None:
+    """Hybrid search (BM25 + vectors + rerank) over memories, as an agent would see it."""
+    from serving.db import connect_reader
+    from serving.search import QueryEmbedder
+    from serving.search import search as run_search
+
+    query = _check_query(query)
+    settings = Settings.from_env()
+    filters = _filters(types, projects, sources, tags, since, until, statuses)
+    with connect_reader() as conn:
+        response = run_search(
+            conn,
+            query,
+            embedder=QueryEmbedder(settings.ollama_host),
+            limit=limit,
+            filters=filters,
+            record_surface="cli",
+        )
+    if json_output:
+        typer.echo(response.model_dump_json(indent=2))
+        return
+    _print_hits(response)
+
+
+def _print_hits(response) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    ranked = sum(not h.temporal_context for h in response.results)
+    extra = len(response.results) - ranked
+    title = f"{ranked} results for {response.query!r}" + (
+        f" (+{extra} nearby in time)" if extra else ""
+    )
+    table = Table(title=title, expand=True)
+    for column in ("#", "score", "type", "title", "from", "date"):
+        table.add_column(column, overflow="fold", ratio=4 if column == "title" else None)
+    for i, hit in enumerate(response.results, start=1):
+        origin = ", ".join(
+            f"{p.source}:{p.native_task_id[:13]} t{p.turns[0].ordinal}" for p in hit.provenance
+        )
+        rank = "+" if hit.temporal_context else str(i)
+        table.add_row(
+            rank,
+            f"{hit.score:.3f}",
+            hit.type,
+            hit.title,
+            origin or "-",
+            hit.created_at.date().isoformat(),
+        )
+    # Not a terminal (piped, captured): 80 columns would fold every title; use a wider page.
+    probe = Console()
+    console = probe if probe.is_terminal else Console(width=140)
+    console.print(table)
+    console.print(
+        f"vector space: {response.space or 'none (BM25 only)'}; "
+        "'+' rows are temporal neighbours of the top result. --json shows provenance."
+    )
+
+
+@app.command()
+def context(
+    query: str,
+    tokens: Annotated[
+        int, typer.Option("--tokens", min=50, max=100_000, help="Token budget.")
+    ] = 2000,
+    json_output: Annotated[bool, typer.Option("--json", help="The pack as JSON.")] = False,
+    projects: ProjectOpt = None,
+    sources: SourceOpt = None,
+) -> None:
+    """A token-budgeted context pack for a task description (what an agent gets at start)."""
+    from serving.context_pack import context as build_pack
+    from serving.db import connect_reader
+    from serving.render import pack_text
+    from serving.search import QueryEmbedder
+
+    query = _check_query(query)
+    settings = Settings.from_env()
+    filters = _filters(None, projects, sources, None, None, None, None)
+    with connect_reader() as conn:
+        pack = build_pack(
+            conn,
+            query,
+            tokens,
+            embedder=QueryEmbedder(settings.ollama_host),
+            filters=filters,
+            record_surface="cli",
+        )
+    typer.echo(pack.model_dump_json(indent=2) if json_output else pack_text(pack))
+
+
+@app.command()
+def mcp(
+    transport: Annotated[
+        str, typer.Option(help="stdio (agents launch it) or http (streamable HTTP, bearer token).")
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option(help="HTTP: interface to bind; keep it local.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP: port.")] = 8765,
+    allow_remote: Annotated[
+        bool, typer.Option("--allow-remote", help="HTTP: allow binding beyond loopback.")
+    ] = False,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-host", help="HTTP: a Host name clients use (repeatable)."),
+    ] = None,
+) -> None:
+    """The read-only MCP server for agents: stdio (Claude Code, Codex) or streamable HTTP."""
+    from serving.mcp_cli import mcp_command
+
+    mcp_command(transport, host, port, allow_remote, allowed_hosts or [])
+
+
+@app.command("eval")
+def evaluate_retrieval(
+    gold: Annotated[
+        Path, typer.Option(help="Gold set (JSON Lines); default: the demo corpus's.")
+    ] = DEMO_GOLD,
+    json_output: Annotated[bool, typer.Option("--json", help="Full report as JSON.")] = False,
+) -> None:
+    """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set."""
+    from serving.db import connect_reader
+    from serving.evaluation import evaluate, load_gold, report_table
+    from serving.search import QueryEmbedder
+
+    if not gold.is_file():
+        raise UserError(f"gold set {gold} not found")
+    queries = load_gold(gold)
+    settings = Settings.from_env()
+    with connect_reader() as conn:
+        report = evaluate(conn, queries, QueryEmbedder(settings.ollama_host))
+    typer.echo(report.model_dump_json(indent=2) if json_output else report_table(report))
