@@ -103,34 +103,37 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
         return
 
     title = _title(task)
-    row = conn.execute(
-        "SELECT id, title, title_source, source_path FROM captured_tasks"
-        " WHERE source = %s AND native_id = %s FOR UPDATE",
-        [task.source, task.native_id],
+    # Insert-or-nothing first, then lock the row: two runs capturing the same task at once
+    # (a backfill overlapping the sensor) serialise here, and the second appends nothing.
+    inserted = conn.execute(
+        "INSERT INTO captured_tasks (source, native_id, title, title_source,"
+        " title_observed_at, started_at, partition_day, native_context, source_path,"
+        " ownership_reason, ownership_evidence)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (source, native_id) DO NOTHING RETURNING id",
+        [
+            task.source,
+            task.native_id,
+            title.text if title else None,
+            title.source if title else None,
+            title.observed_at if title else None,
+            task.started_at,
+            day,
+            Jsonb(_redacted_context(task.native_context)),
+            task.source_path,
+            task.ownership.reason,
+            Jsonb(task.ownership.evidence),
+        ],
     ).fetchone()
-    if row is None:
-        task_id = conn.execute(
-            "INSERT INTO captured_tasks (source, native_id, title, title_source,"
-            " title_observed_at, started_at, partition_day, native_context, source_path,"
-            " ownership_reason, ownership_evidence)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            [
-                task.source,
-                task.native_id,
-                title.text if title else None,
-                title.source if title else None,
-                title.observed_at if title else None,
-                task.started_at,
-                day,
-                Jsonb(_redacted_context(task.native_context)),
-                task.source_path,
-                task.ownership.reason,
-                Jsonb(task.ownership.evidence),
-            ],
-        ).fetchone()[0]  # type: ignore[index]
+    if inserted:
+        task_id = inserted[0]
         report.tasks_captured += 1
     else:
-        task_id, stored_title, stored_source, stored_path = row
+        task_id, stored_title, stored_source, stored_path = conn.execute(
+            "SELECT id, title, title_source, source_path FROM captured_tasks"
+            " WHERE source = %s AND native_id = %s FOR UPDATE",
+            [task.source, task.native_id],
+        ).fetchone()  # type: ignore[misc]
         if title and _is_rename(stored_title, stored_source, title):
             # A rename refreshes presentation only: turns, cursor, memories and the inactivity
             # clock stay as they are.

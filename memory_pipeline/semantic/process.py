@@ -16,7 +16,7 @@ import psycopg
 from pydantic import BaseModel, Field
 
 from memory_pipeline.semantic.models import SemanticBackend, validate_result
-from memory_pipeline.semantic.store import load_context, pending_revisions, store_pass
+from memory_pipeline.semantic.store import claim, load_context, pending_revisions, store_pass
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ class SemanticReport(BaseModel):
     backend: str
     tasks_processed: int = 0
     tasks_waiting_for_quiet: int = 0
+    tasks_done_elsewhere: int = 0
     turns_processed: int = 0
     memories_by_type: dict[str, int] = Field(default_factory=dict)
     failures: list[PassFailure] = Field(default_factory=list)
@@ -40,6 +41,7 @@ class SemanticReport(BaseModel):
             "backend": self.backend,
             "tasks_processed": self.tasks_processed,
             "tasks_waiting_for_quiet": self.tasks_waiting_for_quiet,
+            "tasks_done_by_a_concurrent_run": self.tasks_done_elsewhere,
             "turns_processed": self.turns_processed,
             "segments": self.memories_by_type.get("segment", 0),
             "memories_by_type": dict(sorted(self.memories_by_type.items())),
@@ -64,10 +66,14 @@ def process_window(
     for task in tasks:
         started = time.monotonic()
         try:
+            # The model call runs outside any transaction: a slow answer holds no snapshot.
+            ctx = load_context(conn, task)
+            result = validate_result(ctx.pass_input, backend.run(ctx.pass_input))
+            duration_ms = int((time.monotonic() - started) * 1000)
             with conn.transaction():
-                ctx = load_context(conn, task)
-                result = validate_result(ctx.pass_input, backend.run(ctx.pass_input))
-                duration_ms = int((time.monotonic() - started) * 1000)
+                if not claim(conn, task):
+                    report.tasks_done_elsewhere += 1  # a concurrent run stored this revision
+                    continue
                 counts = store_pass(conn, ctx, result, backend.name, duration_ms)
         except Exception as exc:  # any failure: nothing stored for this task, retried next run
             log.warning("semantic pass failed for %s %s: %s", task.source, task.native_id, exc)

@@ -87,6 +87,21 @@ def days_with_pending_passes(conn: psycopg.Connection) -> set[date]:
     return {r[0] for r in rows}
 
 
+def claim(conn: psycopg.Connection, task: TaskRevision) -> bool:
+    """Lock the task for storing a pass, if its cursor is still where the pass started.
+
+    Two runs over the same partition at once (a backfill overlapping the sensor) may both compute
+    a pass; the first to store wins, the second finds the cursor moved and stores nothing.
+    """
+    if conn.execute("SELECT 1 FROM captured_tasks WHERE id = %s FOR UPDATE", [task.id]).fetchone():
+        # A separate statement, so it reads what a run that held the lock before us committed.
+        row = conn.execute(
+            "SELECT last_ordinal FROM semantic_cursors WHERE task_id = %s", [task.id]
+        ).fetchone()
+        return (row[0] if row else -1) == task.cursor
+    return False
+
+
 def load_context(conn: psycopg.Connection, task: TaskRevision) -> PassContext:
     """The prior tail segment's turns (context only) plus the turns after the cursor."""
     tail = conn.execute(
