@@ -1,5 +1,7 @@
 """Schedules: the hourly catch-up of anything the sensor missed, and hourly maintenance."""
 
+from datetime import timedelta
+
 import dagster as dg
 
 from memory_pipeline.capture.changes import changed_against_store
@@ -16,8 +18,8 @@ from memory_pipeline.semantic.store import days_with_pending_passes
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description=(
         "Hourly catch-up: ingests the days of transcripts that changed since they were last "
-        "captured, of tasks whose semantic pass is pending (e.g. were not quiet yet, or failed), "
-        "and of memories without a vector in the active space."
+        "captured, of tasks renamed lately, of tasks whose semantic pass is pending (not quiet "
+        "yet, or failed), and of memories without a vector in the active space."
     ),
 )
 def hourly_catch_up(
@@ -26,9 +28,11 @@ def hourly_catch_up(
     sources: SourcesResource,
     embedding: EmbeddingResource,
 ) -> dg.RunRequest | dg.SkipReason:
+    # Renames are looked for over the last two hours: the previous tick's window, with overlap.
+    renamed_after = context.scheduled_execution_time - timedelta(hours=2)
     with db.connection() as conn:
         days = (
-            changed_against_store(conn, sources.connectors())
+            changed_against_store(conn, sources.connectors(), int(renamed_after.timestamp() * 1e9))
             | days_with_pending_passes(conn)
             | days_missing_vectors(conn, embedding.space)
         )

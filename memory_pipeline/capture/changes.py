@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 
-from memory_pipeline.capture.models import Connector
+from memory_pipeline.capture.models import Connector, NamesOutsideTranscripts
 from memory_pipeline.partitions import PARTITION_START
 
 FIRST_DAY = date.fromisoformat(PARTITION_START)
@@ -42,11 +42,19 @@ def changed_since(connectors: Iterable[Connector], since_ns: int) -> tuple[set[d
                 continue
             newest = max(newest, mtime)
             days |= connector.task_days(path)
+        if isinstance(connector, NamesOutsideTranscripts):
+            renamed, names_mtime = connector.renamed_since(since_ns)
+            newest = max(newest, names_mtime)
+            for path in renamed:
+                days |= connector.task_days(path)
     return partition_days(days), newest
 
 
-def changed_against_store(conn: psycopg.Connection, connectors: Iterable[Connector]) -> set[date]:
-    """Task days of files that differ from what the last capture stored (or were never stored)."""
+def changed_against_store(
+    conn: psycopg.Connection, connectors: Iterable[Connector], renamed_after_ns: int
+) -> set[date]:
+    """Task days of files that differ from what the last capture stored (or were never stored),
+    and of tasks renamed after `renamed_after_ns`."""
     known = {
         path: (size, mtime)
         for path, size, mtime in conn.execute(
@@ -61,5 +69,8 @@ def changed_against_store(conn: psycopg.Connection, connectors: Iterable[Connect
             except OSError:
                 continue
             if known.get(str(path)) != (st.st_size, st.st_mtime_ns):
+                days |= connector.task_days(path)
+        if isinstance(connector, NamesOutsideTranscripts):
+            for path in connector.renamed_since(renamed_after_ns)[0]:
                 days |= connector.task_days(path)
     return partition_days(days)

@@ -162,6 +162,26 @@ class CodexConnector:
                             found.append(path)
         return sorted(found)
 
+    def renamed_since(self, since_ns: int) -> tuple[set[Path], int]:
+        """Rollouts of threads named after `since_ns` (epoch ns), and the index's mtime.
+
+        A rename is written to `session_index.jsonl` (and the state DB), never to the rollout,
+        so the rollout's mtime says nothing about it. Entries without a time count as new.
+        """
+        try:
+            index_mtime = (self.codex_home / SESSION_INDEX).stat().st_mtime_ns
+        except OSError:
+            return set(), since_ns
+        if index_mtime <= since_ns:
+            return set(), since_ns
+        since = datetime.fromtimestamp(since_ns / 1e9, UTC)
+        renamed = {
+            thread
+            for thread, entry in self._session_index().items()
+            if entry.updated_at is None or entry.updated_at > since
+        }
+        return {p for p in self.discover() if _uuid_from_name(p) in renamed}, index_mtime
+
     def task_days(self, path: Path) -> set[date]:
         """UTC start day of the file's thread; reads only up to the first line that has a time.
 

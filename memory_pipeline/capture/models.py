@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -86,6 +86,16 @@ class ParseIssue(BaseModel):
 class ParseResult(BaseModel):
     tasks: list[ParsedTask] = Field(default_factory=list)
     issues: list[ParseIssue] = Field(default_factory=list)
+
+
+@runtime_checkable
+class NamesOutsideTranscripts(Protocol):
+    """A connector whose task names live outside the transcript files (Codex's session index):
+    a rename changes no transcript's mtime, so change detection asks it separately."""
+
+    def renamed_since(self, since_ns: int) -> tuple[set[Path], int]:
+        """Files of tasks renamed after `since_ns` (epoch ns), and the newest mtime involved."""
+        ...
 
 
 class Connector(Protocol):

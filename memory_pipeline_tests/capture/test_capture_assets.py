@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -16,7 +16,8 @@ from memory_pipeline.capture.definitions import captured_tasks, transcript_senso
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.capture.sources import demo_roots
 from memory_pipeline.jobs import RANGE_END_TAG, RANGE_START_TAG
-from memory_pipeline.resources import DatabaseResource, SourcesResource
+from memory_pipeline.resources import DatabaseResource, EmbeddingResource, SourcesResource
+from memory_pipeline.schedules import hourly_catch_up
 
 DEMO_CODEX = demo_roots().codex_home
 RENAMED = "01a0d354-3d86-72f0-bc4b-5657df927ed1"  # "perf spike" -> "logslice: reader performance"
@@ -177,3 +178,59 @@ def test_delegated_tasks_are_reported_in_the_run(db_url, conn, tmp_path) -> None
     assert "codex:exec" in meta["skipped_tasks_table"] and "01a1404c" in meta["skipped_tasks_table"]
     row = conn.execute("SELECT reason, ownership, evidence FROM capture_skips").fetchone()
     assert row[0] == "codex:exec" and row[1] == "delegated" and row[2]
+
+
+def test_sensor_requests_the_day_of_a_renamed_thread(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    home = codex_home(tmp_path, "01a0c2e9", RENAMED)
+    src = sources(home, tmp_path)
+    with dg.instance_for_test() as instance:
+        first = transcript_sensor(
+            dg.build_sensor_context(instance=instance, resources={"sources": src})
+        )
+        # A rename touches only session_index.jsonl, never the rollout.
+        now = datetime.now(UTC).isoformat()
+        entry = {"id": RENAMED, "thread_name": "reader perf", "updated_at": now}
+        (home / "session_index.jsonl").write_text(json.dumps(entry) + "\n")
+        renamed = transcript_sensor(
+            dg.build_sensor_context(
+                instance=instance, cursor=first.cursor, resources={"sources": src}
+            )
+        )
+        (request,) = renamed.run_requests
+        assert request.partition_key == "2026-09-24"
+        again = transcript_sensor(
+            dg.build_sensor_context(
+                instance=instance, cursor=renamed.cursor, resources={"sources": src}
+            )
+        )
+        assert not again.run_requests
+
+
+def test_hourly_catch_up_requests_what_the_sensor_missed(db_url, conn, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    home = codex_home(tmp_path, "01a0c2e9", RENAMED)
+    src = sources(home, tmp_path)
+    resources = {
+        "db": DatabaseResource(url=db_url),
+        "sources": src,
+        "embedding": EmbeddingResource(space="local:all-minilm-l6-v2:384", ollama_host="x"),
+    }
+    tick = datetime(2026, 11, 30, 12, 7, tzinfo=UTC)
+
+    def catch_up() -> dg.RunRequest | dg.SkipReason:
+        return hourly_catch_up(
+            dg.build_schedule_context(scheduled_execution_time=tick, resources=resources)
+        )
+
+    never_captured = catch_up()
+    assert never_captured.tags[RANGE_START_TAG] == "2026-09-21"  # type: ignore[union-attr]
+    capture_window(conn, src.connectors(), date(2026, 9, 21), date(2026, 9, 25))
+    # Captured but not yet through the semantic pass: the same days are still pending.
+    assert catch_up().tags[RANGE_END_TAG] == "2026-09-24"  # type: ignore[union-attr]
+    conn.execute(
+        "INSERT INTO semantic_cursors (task_id, last_ordinal)"
+        " SELECT id, turn_count - 1 FROM captured_tasks"
+    )
+    assert isinstance(catch_up(), dg.SkipReason)
+    grown = next(home.glob("sessions/**/*01a0c2e9*.jsonl"))
+    grown.write_text(grown.read_text() + "\n")
+    assert catch_up().partition_key == "2026-09-21"  # type: ignore[union-attr]

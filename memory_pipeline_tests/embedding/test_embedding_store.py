@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from datetime import date
 
+import dagster as dg
 import numpy as np
 import psycopg
 import pytest
 
+from memory_pipeline.embedding.definitions import memory_embeddings
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.ollama_embedder import OllamaEmbedder
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.errors import UserError
+from memory_pipeline.jobs import RANGE_END_TAG, RANGE_START_TAG
+from memory_pipeline.resources import DatabaseResource, EmbeddingResource
 from memory_pipeline_tests.support.fake_ollama import HttpError, running_fake_ollama
 from memory_pipeline_tests.support.memories import add_memory
 
@@ -89,3 +93,28 @@ def test_ollama_errors_say_what_to_do(conn: psycopg.Connection) -> None:
         with pytest.raises(UserError, match="ollama pull bge-m3"):
             embed_window(conn, OllamaEmbedder(fake.host, BGE), *ALL)
     assert vectors(conn, BGE) == {}
+
+
+def test_a_space_change_is_a_backfill_of_the_embedding_asset(conn, db_url) -> None:  # type: ignore[no-untyped-def]
+    add_memory(conn, "October", "rate limits in postgres", partition_day="2026-10-01")
+    add_memory(conn, "November", "backups with age", partition_day="2026-11-01")
+    embed_window(conn, get_minilm(), *ALL)
+    with running_fake_ollama(embed_dims={"bge-m3": 1024}) as fake:
+        defs = dg.Definitions(
+            assets=[memory_embeddings],
+            jobs=[dg.define_asset_job("reembed", selection=[memory_embeddings])],
+            resources={
+                "db": DatabaseResource(url=db_url),
+                "embedding": EmbeddingResource(space=BGE, ollama_host=fake.host),
+            },
+        )
+        job = defs.resolve_job_def("reembed")
+        partial = job.execute_in_process(partition_key="2026-10-01")
+        assert partial.success and serving(conn) == LOCAL_SPACE
+        backfill = job.execute_in_process(
+            tags={RANGE_START_TAG: "2026-09-01", RANGE_END_TAG: "2026-11-30"}
+        )
+    assert backfill.success and serving(conn) == BGE
+    metadata = backfill.asset_materializations_for_node("memory_embeddings")[0].metadata
+    assert metadata["serving_space"].value == BGE
+    assert metadata["active_space_coverage"].value == 1.0
