@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dagster as dg
 
 from memory_pipeline.backup.config import BackupConfig
@@ -26,21 +24,10 @@ class BackupResource(dg.ConfigurableResource):
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BackupResource:
-        return cls(
-            backup_dir=str(settings.backup_dir),
-            key_file=str(settings.backup_key_file),
-            copy_command=settings.backup_copy_command,
-            keep_daily=settings.backup_keep_daily,
-            keep_weekly=settings.backup_keep_weekly,
-            pg_dump=str(settings.pg_dump) if settings.pg_dump else None,
-        )
+        return cls(**BackupConfig.from_settings(settings).model_dump(mode="json"))
 
     def config(self) -> BackupConfig:
-        return BackupConfig(
-            backup_dir=Path(self.backup_dir),
-            key_file=Path(self.key_file),
-            copy_command=self.copy_command,
-            keep_daily=self.keep_daily,
-            keep_weekly=self.keep_weekly,
-            pg_dump=Path(self.pg_dump) if self.pg_dump else None,
+        """The plain configuration the backup functions take (paths validated again)."""
+        return BackupConfig.model_validate(
+            {name: getattr(self, name) for name in BackupConfig.model_fields}
         )
