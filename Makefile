@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test ui install lint clean-venv
+.PHONY: run test ui install lint fuzz clean-venv
 
 run: $(STAMP)  ## Start the database, migrate, materialize the whole asset graph once.
 	$(BIN)/memory-pipeline run
@@ -15,6 +15,9 @@ test: $(STAMP)  ## Run the whole test suite against a real embedded PostgreSQL.
 
 ui: $(STAMP)  ## Dagster webserver + daemon on http://127.0.0.1:3000 (Ctrl-C stops both).
 	$(BIN)/memory-pipeline ui
+
+fuzz: $(STAMP)  ## Damaged copies of real transcripts through every parser, 10,000 each (CASES=N).
+	$(BIN)/python scripts/fuzz_capture.py --cases $(or $(CASES),10000)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -6,6 +6,7 @@ and configures the resources from the environment (`memory_pipeline/settings.py`
 
 import dagster as dg
 
+import memory_pipeline.dagster_patches  # noqa: F401 - a run blocked on a pool sleeps, not spins
 from memory_pipeline.backup import definitions as backup
 from memory_pipeline.backup.resource import BackupResource
 from memory_pipeline.capture import definitions as capture
@@ -19,7 +20,7 @@ from memory_pipeline.resources import (
     SemanticResource,
     SourcesResource,
 )
-from memory_pipeline.schedules import hourly_catch_up, hourly_maintenance
+from memory_pipeline.schedules import hourly_catch_up, hourly_maintenance, semantic_pass_sensor
 from memory_pipeline.semantic import definitions as semantic
 from memory_pipeline.settings import Settings
 
@@ -44,6 +45,7 @@ defs = dg.Definitions.merge(
     dg.Definitions(
         jobs=[ingest_job, maintenance_job],
         schedules=[hourly_catch_up, hourly_maintenance],
+        sensors=[semantic_pass_sensor],
         resources=resources(Settings.from_env()),
     ),
 )

@@ -1,16 +1,26 @@
 """`memory-pipeline run`: materialize every asset once, in graph order, in this process.
 
 The runs land in the user's Dagster instance like any other, so the UI shows them afterwards.
+
+No run of ours is left behind in progress: each run gets its id up front, and whatever ends the
+job (success, a failure, Ctrl-C or SIGTERM turned into KeyboardInterrupt) the run is marked
+finished and its pool slots are freed before we return. While the jobs run, a background thread
+does what Dagster's run monitoring does when `memory-pipeline ui` runs: it fails runs whose
+process died (`memory_pipeline/runs.py`), so a run waiting for the `llm` pool is never blocked by
+a dead one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from memory_pipeline.capture.changes import changed_since
+from memory_pipeline.capture.changes import changed_since, partition_days
 from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
 from memory_pipeline.jobs import (
@@ -20,45 +30,123 @@ from memory_pipeline.jobs import (
     RANGE_START_TAG,
     partition_tags,
 )
+from memory_pipeline.runs import clear_stale_runs, end_run
 from memory_pipeline.settings import Settings
 
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Errors a step reports when the run was interrupted (Ctrl-C, SIGTERM), not when it failed.
+INTERRUPTED = {"DagsterExecutionInterruptedError", "KeyboardInterrupt"}
 
 
 def materialize_all(
-    instance: dg.DagsterInstance, settings: Settings, progress: Callable[[str], None]
+    instance: dg.DagsterInstance,
+    settings: Settings,
+    progress: Callable[[str], None],
+    app_url: str | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
+    """Run every job once. With `app_url`, days whose semantic pass is still pending (a run that
+    died before its pass, a pass that failed) are ingested again even if no file changed."""
     from memory_pipeline.definitions import defs
 
+    pending = _pending_pass_days(app_url) if app_url else set()
     results = []
-    for job_name, tags in _plan(settings):
-        job = defs.resolve_job_def(job_name)
-        progress(f"running {job_name}{_describe(tags)}...")
-        partition = tags.get(PARTITION_TAG)
-        result = job.execute_in_process(
-            instance=instance,
-            partition_key=partition,
-            tags=None if partition else tags,
-            run_config=QUIET_LOGS,
-            raise_on_error=False,
-        )
-        if not result.success:
-            failure = result.get_run_failure_event()
-            message = failure.message if failure else "a step failed"
-            raise UserError(
-                f"{job_name} failed ({message.strip()}); see run {result.run_id} in the Dagster "
-                "UI (`memory-pipeline ui`) for its logs"
-            )
-        _report(result, progress)
-        results.append(result)
+    with _watch_stale_runs(instance, progress):
+        for job_name, tags in _plan(settings, pending):
+            job = defs.resolve_job_def(job_name)
+            progress(f"running {job_name}{_describe(tags)}...")
+            partition = tags.get(PARTITION_TAG)
+            run_id = str(uuid.uuid4())
+            try:
+                result = job.execute_in_process(
+                    instance=instance,
+                    partition_key=partition,
+                    tags=None if partition else tags,
+                    run_config=QUIET_LOGS,
+                    raise_on_error=False,
+                    run_id=run_id,
+                )
+            finally:
+                # Finished or not (an exception, a second Ctrl-C), the run ends here.
+                end_run(instance, run_id, "Interrupted: `memory-pipeline run` stopped.")
+            if not result.success:
+                raise UserError(_failure_line(job_name, result))
+            _report(result, progress)
+            results.append(result)
     return results
 
 
-def _plan(settings: Settings) -> list[tuple[str, dict[str, str]]]:
-    """Jobs to run, in order, with the partition tags each needs."""
+def _failure_line(job_name: str, result: dg.ExecuteInProcessResult) -> str:
+    """One line: what failed (or that the run was interrupted) and where to look."""
+    where = f"see run {result.run_id} in the Dagster UI (`memory-pipeline ui`) for its logs"
+    steps = result.get_step_failure_events()
+    errors = [e.step_failure_data.error for e in steps if e.step_failure_data.error]
+    run_failure = result.get_run_failure_event()
+    run_error = run_failure.job_failure_data.error if run_failure else None
+    if run_error and not steps:  # it stopped between steps, e.g. waiting for a pool slot
+        errors = [run_error]
+    if errors and all(e.cls_name in INTERRUPTED for e in errors):
+        return (
+            f"interrupted: run {result.run_id} ({job_name}) was stopped and marked failed; "
+            "`memory-pipeline run` picks its work up again"
+        )
+    # A failed check says why in its description (e.g. why a backup does not restore); the
+    # step's own error only names the check.
+    checks = [
+        f"{e.check_name}: {e.description.strip().splitlines()[0]}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed and e.description and e.description.strip()
+    ]
+    if checks:
+        return f"{job_name} failed ({'; '.join(checks)}); {where}"
+    if steps and errors:
+        first = errors[0].message.strip().splitlines()
+        detail = f"{steps[0].step_key}: {first[0] if first else errors[0].cls_name}"
+    else:
+        detail = (run_failure.message if run_failure else "a step failed").strip().splitlines()[0]
+    return f"{job_name} failed ({detail}); {where}"
+
+
+@contextmanager
+def _watch_stale_runs(
+    instance: dg.DagsterInstance, progress: Callable[[str], None]
+) -> Iterator[None]:
+    """Clear stale runs now, then every run-monitoring poll interval until the block ends."""
+    clear_stale_runs(instance, progress)
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(instance.run_monitoring_poll_interval_seconds):
+            try:
+                clear_stale_runs(instance, progress)
+            except Exception:  # a database hiccup must not end the run; the next poll retries
+                continue
+
+    thread = threading.Thread(target=watch, name="stale-run-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def _pending_pass_days(app_url: str) -> set[date]:
+    from memory_pipeline.db import connect
+    from memory_pipeline.semantic.store import days_with_pending_passes
+
+    with connect(app_url, autocommit=True) as conn:
+        return partition_days(days_with_pending_passes(conn))
+
+
+def _plan(
+    settings: Settings, pending_days: set[date] | frozenset[date] = frozenset()
+) -> list[tuple[str, dict[str, str]]]:
+    """Jobs to run, in order, with the partition tags each needs: the days of every transcript,
+    plus `pending_days` (days whose semantic pass is pending)."""
     plan: list[tuple[str, dict[str, str]]] = []
     connectors = source_roots(settings).connectors()
     days, _ = changed_since(connectors, since_ns=0)
+    days = days | set(pending_days)
     if days:
         plan.append((INGEST_JOB, partition_tags(days)))
     plan.append(("maintenance_job", {}))

@@ -60,6 +60,7 @@ class SourcesResource(dg.ConfigurableResource):
     claude_home: str
     import_dir: str
     kind: str  # "real" or "demo"
+    quiet_minutes: float = tuning.SEMANTIC_QUIET_MINUTES  # the chat import's quiet rule
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SourcesResource:
@@ -69,6 +70,7 @@ class SourcesResource(dg.ConfigurableResource):
             claude_home=str(roots.claude_home),
             import_dir=str(roots.import_dir),
             kind=roots.kind,
+            quiet_minutes=roots.quiet_minutes,
         )
 
     def roots(self) -> SourceRoots:
@@ -77,6 +79,7 @@ class SourcesResource(dg.ConfigurableResource):
             claude_home=Path(self.claude_home),
             import_dir=Path(self.import_dir),
             kind=self.kind,  # type: ignore[arg-type]
+            quiet_minutes=self.quiet_minutes,
         )
 
     def connectors(self) -> list[Connector]:

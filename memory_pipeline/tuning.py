@@ -10,6 +10,36 @@ from __future__ import annotations
 # --- capture ------------------------------------------------------------------------------
 # A task without a native name is titled by its first prompt's first line, cut to this length.
 DERIVED_TITLE_MAX_CHARS = 80
+# Redaction (capture/redact.py). A literal assigned to a secret name (`DB_PASSWORD=`,
+# `"client_secret":`, `--password`) is redacted from this length on; one assigned to any other
+# key name (`PRIMARY_KEY=`, `STRIPE_KEY=`) only when it looks random: at least this long, letters
+# and digits, with an unbroken alphanumeric run of at least REDACT_RANDOM_MIN_RUN.
+REDACT_MIN_SECRET_CHARS = 6
+REDACT_RANDOM_MIN_CHARS = 16
+REDACT_RANDOM_MIN_RUN = 12
+# The capture store (capture/store.py) writes native context and evidence as JSONB: values nested
+# deeper than this are stored as a placeholder string, so no input can exhaust the stack there.
+CAPTURE_JSON_MAX_DEPTH = 32
+# A native id or path longer than this is shortened (head + sha256) where it is only a key for a
+# recorded skip: a btree index entry holds about 2,700 bytes, and a skip must always be storable.
+CAPTURE_SKIP_KEY_MAX_CHARS = 500
+# Codex (capture/codex/): a fork's copy of its parent's rollout is written in one burst, lines
+# milliseconds apart; a larger gap inside the copied region means the fork's own activity began.
+CODEX_COPY_BURST_GAP_SECONDS = 2.0
+# Codex times outside these years (inclusive) are treated as missing and recorded as
+# `bad_timestamp`: Codex wrote its first rollout in 2025, and a year-1 or year-9999 value (or one
+# past what datetime and PostgreSQL hold) would put a task in a partition that never runs.
+CODEX_PLAUSIBLE_YEARS = (2000, 2199)
+# Claude Code (capture/claude_code/): times outside these years (inclusive) are treated as missing
+# and recorded as `bad_timestamp`, for the same reasons as CODEX_PLAUSIBLE_YEARS (Claude Code's
+# first transcripts are from 2025; a year-1 start would land in a partition that never runs).
+CLAUDE_CODE_PLAUSIBLE_YEARS = (2000, 2199)
+
+# The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
+# A look over unchanged files costs one stat each and one query. With
+# MEMORY_SEMANTIC_QUIET_MINUTES=0 a new turn must be searchable within 60 s: up to this long
+# waiting for the tick, then the run queue, the run's start and its steps (see README: freshness).
+TRANSCRIPT_SENSOR_INTERVAL_S = 15
 
 # --- semantic pass ------------------------------------------------------------------------
 # Shared by memory_pipeline/semantic/{offline_rules,ollama_backend,classify}.py. Cue patterns are
@@ -249,12 +279,36 @@ ENCODING_CONTEXT_PART_CHARS = 60
 
 # Pass storage and eligibility.
 SEMANTIC_QUIET_MINUTES = 30  # a task is processed once no turn was appended for this long
+# The semantic pass sensor (schedules.py) looks for tasks whose quiet period has just elapsed at
+# most this often: a pass starts within quiet period + this + queue and start-up (target: quiet
+# period + 2 minutes). Each look is one query over captured tasks.
+SEMANTIC_SENSOR_INTERVAL_S = 60
 SEGMENT_CONTENT_MAX_CHARS = 20000  # a segment memory keeps its turns' text up to this length
 
 # --- embedding ----------------------------------------------------------------------------
 # The offline default space: all-MiniLM-L6-v2 run in numpy. sql/009 indexes it.
 LOCAL_EMBEDDING_SPACE = "local:all-minilm-l6-v2:384"
 EMBED_BATCH_SIZE = 64  # memories per embedding call and per write transaction
+# Passages (embedding/passages.py): what search ranks and context packs quote. A segment is cut
+# at turn boundaries, at most PASSAGE_MAX_TURNS turns per passage; every passage (heading
+# included) fits min(PASSAGE_MAX_TOKENS, the active embedder's window), counted by that
+# embedder's tokenizer, and a longer turn is cut at sentence boundaries. Small passages make
+# precise excerpts: a pack quotes the turn that matched, not the segment around it.
+PASSAGE_MAX_TOKENS = 256
+PASSAGE_MAX_TURNS = 1
+# Bump when the cutting rules change: every memory's passages are then cut again.
+PASSAGE_SPLITTER_VERSION = 1
+# Ollama has no local tokenizer: its tokens are estimated at this many characters each (low,
+# so a passage never overruns the window), and a model whose /api/show reports no context
+# length is assumed to read this many tokens.
+OLLAMA_CHARS_PER_TOKEN_ESTIMATE = 3
+OLLAMA_UNKNOWN_WINDOW_TOKENS = 512
+
+# --- reinforcement ------------------------------------------------------------------------
+# Retrieval events (what search returned) are folded into memories' access counts hourly; a
+# folded event older than this many days is deleted (its count stays in the memory). Unfolded
+# events are never deleted.
+RETRIEVAL_EVENTS_RETENTION_DAYS = 30
 
 # --- backup -------------------------------------------------------------------------------
 
@@ -277,3 +331,20 @@ BACKUP_EXPORT_BATCH_ROWS = 1000
 # The optional copy to further destinations (MEMORY_BACKUP_COPY_COMMAND) is stopped after this
 # long: a hung upload must not hold the nightly run forever. The local backup stays either way.
 BACKUP_COPY_TIMEOUT_S = 3600
+
+# A restore's new database (backup/restore.py) copies a template, and CREATE DATABASE fails while
+# any session is connected to it (`memory-pipeline db check` looks into template1): retried this
+# often, this many seconds apart.
+BACKUP_TEMPLATE_BUSY_RETRIES = 10
+BACKUP_TEMPLATE_BUSY_WAIT_S = 0.3
+
+# --- serving: the MCP server's connection pool (serving/mcp_server.py) ---------------------------
+# At most MCP_POOL_SIZE tool calls query the database at once (each holds one connection while
+# it embeds the query and searches). Further calls wait in line for a connection: at most
+# MCP_POOL_MAX_WAITING of them, each at most MCP_POOL_WAIT_S seconds; only then does a call answer
+# "busy, try again". 200 concurrent memory_search calls over HTTP all answer with these values
+# (scripts/bench_mcp_load.py). Tool calls run in the SDK's worker threads (40), so calls beyond
+# 40 wait for a thread before they join this line.
+MCP_POOL_SIZE = 8
+MCP_POOL_MAX_WAITING = 256
+MCP_POOL_WAIT_S = 60.0

@@ -1,23 +1,55 @@
-"""Context packs: ranked memories with provenance, cut to a token budget.
+"""Context packs: the excerpts of memories that matched a task, cut to a token budget.
 
-Borrowed from the sister design's "context pack is the product": the consumer gets items with
-kind, title, text, timestamps, score and provenance ids, knows what was left out, and never gets
-correction episodes (evidence, not steering).
+A pack quotes what matched, not the head of each memory: the passages of the search's hits
+that a channel ranked (the turns of a segment that matched, a decision or insight whole) and, as
+the budget allows, the passages next to them (the neighbouring turns). Each memory is one item:
+a title line, its provenance ids and its excerpts, counted as rendered (`serving/render.py`).
+
+Excerpts are packed greedily by priority (`excerpt_priority`, weights in
+`serving/rerank_weights.py`): the fused ranks of the passage itself and of its memory, so the
+turn that matched best comes first whichever memory holds it, and a further excerpt of a memory
+already in the pack is favoured (it costs no title or provenance lines). An excerpt that does
+not fit is skipped (a smaller later one may still fit). No memory is packed twice, and neither
+is what the pack already holds: an excerpt whose text is in it, or a decision or insight whose
+turns a segment excerpt quotes. The pack lists the memories it quoted in part and those it left
+out, and says how to read them whole (`memory_read`). Correction episodes are never packed
+(evidence, not steering).
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import psycopg
 
 from serving import rerank_weights as W
-from serving.models import ContextItem, ContextPack, SearchFilters
-from serving.search import QueryEmbedder, record_retrievals, search
+from serving.models import (
+    ContextItem,
+    ContextPack,
+    Excerpt,
+    LeftOut,
+    PassageMatch,
+    SearchFilters,
+    SearchHit,
+)
+from serving.render import pack_item_text
+from serving.search import QueryEmbedder, passage_details, record_retrievals, search
 
 _ELLIPSIS = " [...]"
 
 
 def tokens_of(text: str) -> int:
     return -(-len(text) // W.CHARS_PER_TOKEN)  # ceiling
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    priority: float
+    hit_index: int
+    passage: PassageMatch
+    neighbour: bool
 
 
 def context(
@@ -43,52 +75,221 @@ def context(
         limit=W.MAX_LIMIT,
         filters=filters,
         project_context=project_context,
+        temporal_context=False,  # a pack quotes matches; neighbours in time matched nothing
         record_surface=None,
+        passages_per_hit=W.PACK_PASSAGES_PER_HIT,
+        near_passages=True,
     )
-    hits = [h for h in response.results if h.type not in W.STEERING_EXCLUDED_TYPES]
-    items: list[ContextItem] = []
+    hits = [h for h in response.results if h.type not in W.STEERING_EXCLUDED_TYPES and h.passages]
+    with conn.transaction():
+        neighbours, sizes = _neighbours_and_sizes(conn, hits)
+        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes)
+        if record_surface and pack.items:
+            record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
+    return pack
+
+
+def _neighbours_and_sizes(
+    conn: psycopg.Connection, hits: list[SearchHit]
+) -> tuple[dict[str, list[PassageMatch]], dict[str, int]]:
+    """For each matched passage, the passages right after and before it in its memory; and how
+    many passages each hit's memory has (to tell a whole memory from an excerpt)."""
+    wanted = [(str(p.memory_id), p.ordinal + d) for h in hits for p in h.passages for d in (1, -1)]
+    memory_ids = [str(h.id) for h in hits]
+    sizes = dict(
+        conn.execute(
+            "SELECT memory_id::text, count(*) FROM memory_passages"
+            " WHERE memory_id = ANY(%s::uuid[]) GROUP BY memory_id",
+            [memory_ids],
+        ).fetchall()
+    )
+    if not wanted:
+        return {}, sizes
+    rows = conn.execute(
+        "SELECT p.id::text, p.memory_id::text, p.ordinal FROM memory_passages p"
+        " JOIN unnest(%s::uuid[], %s::int[]) AS w(memory_id, ordinal)"
+        " ON p.memory_id = w.memory_id AND p.ordinal = w.ordinal",
+        [[m for m, _ in wanted], [o for _, o in wanted]],
+    ).fetchall()
+    details = passage_details(conn, [r[0] for r in rows])
+    by_position = {(m, o): details[pid] for pid, m, o in rows if pid in details}
+    out: dict[str, list[PassageMatch]] = {}
+    for h in hits:
+        for p in h.passages:
+            out[str(p.id)] = [
+                by_position[key]
+                for d in (1, -1)
+                if (key := (str(p.memory_id), p.ordinal + d)) in by_position
+            ]
+    return out, sizes
+
+
+def pack_excerpts(
+    query: str,
+    token_budget: int,
+    hits: list[SearchHit],
+    neighbours: dict[str, list[PassageMatch]],
+    passage_counts: dict[str, int],
+) -> ContextPack:
+    """The pack for ranked hits whose `passages` are their matched passages, best first."""
+    candidates: list[_Candidate] = []
+    for i, hit in enumerate(hits):
+        for passage in hit.passages:
+            base = excerpt_priority(passage, i, hit.type)
+            candidates.append(_Candidate(base, i, passage, False))
+            for n in neighbours.get(str(passage.id), []):
+                candidates.append(_Candidate(base * W.PACK_NEIGHBOUR_SHARE, i, n, True))
+
+    items: dict[int, ContextItem] = {}
+    packed_ids: set[str] = set()
+    packed_texts: list[str] = []
+    represented: set[int] = set()  # hits whose matched text another memory's excerpt holds
+    quoted_turns: set[tuple[str | None, int]] = set()  # (task, turn) quoted by segment excerpts
     used = 0
-    truncated = False
-    for hit in hits:
-        header = tokens_of(hit.title) + 16  # kind, ids and timestamps as rendered by clients
-        remaining = token_budget - used - header
-        if remaining <= 0:
-            truncated = True
-            break
-        text = hit.content
-        cut = tokens_of(text) > remaining
-        if cut:
-            keep = (remaining - tokens_of(_ELLIPSIS)) * W.CHARS_PER_TOKEN
-            if keep <= 0:
-                truncated = True
-                break
-            text = text[:keep].rstrip() + _ELLIPSIS
-            truncated = True
-        used += header + tokens_of(text)
-        items.append(
-            ContextItem(
-                kind=hit.type,
-                memory_id=hit.id,
-                title=hit.title,
-                text=text,
-                created_at=hit.created_at,
-                updated_at=hit.created_at,
-                score=hit.score,
-                temporal_context=hit.temporal_context,
-                truncated=cut,
-                provenance=hit.provenance,
-            )
+    skipped = False
+    for cand in _best_first(candidates, items):
+        pid = str(cand.passage.id)
+        if pid in packed_ids:
+            continue
+        hit = hits[cand.hit_index]
+        key = _normal(cand.passage.text)
+        turns = {(cand.passage.native_task_id, t.ordinal) for t in cand.passage.turns}
+        if (key and any(key in seen for seen in packed_texts)) or (
+            hit.type != "segment" and turns and turns <= quoted_turns
+        ):
+            # Already in the pack: its text, or (a distilled memory) the turns it rests on.
+            packed_ids.add(pid)
+            represented.add(cand.hit_index)
+            continue
+        item = items.get(cand.hit_index)
+        excerpt = _excerpt(cand.passage, cand.neighbour)
+        trial = _with_excerpt(hit, item, excerpt)
+        cost = tokens_of(pack_item_text(trial)) - (tokens_of(pack_item_text(item)) if item else 0)
+        if used + cost > token_budget:
+            if not items and not cand.neighbour:
+                # Nothing packed yet and the best excerpt alone is too long: quote its head.
+                trial = _cut_to_fit(hit, excerpt, token_budget)
+                if trial is not None:
+                    items[cand.hit_index] = trial
+                    used = tokens_of(pack_item_text(trial))
+                    packed_ids.add(pid)
+            skipped = True
+            continue
+        used += cost
+        items[cand.hit_index] = trial
+        packed_ids.add(pid)
+        packed_texts.append(key)
+        if hit.type == "segment":
+            quoted_turns |= turns
+
+    ordered = []
+    for i in sorted(items):
+        item = items[i]
+        item.excerpts.sort(key=lambda e: e.passage_ordinal)
+        whole = len(item.excerpts) >= passage_counts.get(str(item.memory_id), 0) and not any(
+            e.truncated for e in item.excerpts
         )
-        if cut:
-            break
-    if record_surface and items:
-        with conn.transaction():
-            record_retrievals(
-                conn,
-                query,
-                [str(i.memory_id) for i in items if not i.temporal_context],
-                record_surface,
-            )
+        ordered.append(item.model_copy(update={"truncated": not whole}))
+    left_out = [
+        LeftOut(memory_id=h.id, kind=h.type, title=h.title)
+        for i, h in enumerate(hits)
+        if i not in items and i not in represented
+    ]
     return ContextPack(
-        query=query, token_budget=token_budget, tokens_used=used, truncated=truncated, items=items
+        query=query,
+        token_budget=token_budget,
+        # As rendered in the end (a whole memory loses its excerpt mark: never more than counted).
+        tokens_used=sum(tokens_of(pack_item_text(item)) for item in ordered),
+        truncated=skipped or bool(left_out),
+        items=ordered,
+        left_out=left_out[: W.PACK_MAX_LEFT_OUT_LISTED],
+        left_out_count=len(left_out),
     )
+
+
+def _best_first(
+    candidates: list[_Candidate], items: dict[int, ContextItem]
+) -> Iterator[_Candidate]:
+    """Candidates by priority, those of a memory already in the pack (`items`, which the
+    caller fills as it goes) weighted by PACK_OPEN_ITEM_BONUS: another excerpt of a packed
+    memory costs no title or provenance lines."""
+
+    def key(c: _Candidate) -> tuple[float, int, bool, int]:
+        return (-c.priority, c.hit_index, c.neighbour, c.passage.ordinal)
+
+    closed = [(key(c), n, c) for n, c in enumerate(candidates)]
+    heapq.heapify(closed)
+    opened: list[tuple[tuple[float, int, bool, int], int, _Candidate]] = []
+    moved: set[int] = set()
+    while closed or opened:
+        # Move the candidates of memories packed since the last step to the boosted queue.
+        if new := items.keys() - moved:
+            moved |= new
+            for _, n, c in (e for e in closed if e[2].hit_index in new):
+                heapq.heappush(opened, ((-c.priority * W.PACK_OPEN_ITEM_BONUS, *key(c)[1:]), n, c))
+            closed = [e for e in closed if e[2].hit_index not in new]
+            heapq.heapify(closed)
+        if opened and (not closed or opened[0][0] <= closed[0][0]):
+            yield heapq.heappop(opened)[2]
+        else:
+            yield heapq.heappop(closed)[2]
+
+
+def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment") -> float:
+    """Reciprocal Rank Fusion of the passage's own ranks (BM25 and vectors, among passages)
+    and its memory's rank in the search (which carries the rerank), the latter weighted; a
+    distilled memory's passage (a sentence drawn from a turn) at PACK_DISTILLED_SHARE of it."""
+    k = W.PACK_RRF_K
+    score = W.PACK_HIT_WEIGHT / (k + hit_index + 1)
+    for rank in (passage.bm25_rank, passage.vector_rank):
+        if rank is not None:
+            score += 1 / (k + rank)
+    return score if kind == "segment" else score * W.PACK_DISTILLED_SHARE
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _excerpt(p: PassageMatch, neighbour: bool, text: str | None = None) -> Excerpt:
+    return Excerpt(
+        passage_id=p.id,
+        passage_ordinal=p.ordinal,
+        text=p.text if text is None else text,
+        source=p.source,
+        native_task_id=p.native_task_id,
+        turns=p.turns,
+        neighbour=neighbour,
+        truncated=text is not None,
+    )
+
+
+def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) -> ContextItem:
+    if item is None:
+        return ContextItem(
+            kind=hit.type,
+            memory_id=hit.id,
+            title=hit.title,
+            created_at=hit.created_at,
+            updated_at=hit.updated_at,
+            score=hit.score,
+            truncated=True,
+            excerpts=[excerpt],
+            provenance=hit.provenance,
+        )
+    return item.model_copy(update={"excerpts": [*item.excerpts, excerpt]})
+
+
+def _cut_to_fit(hit: SearchHit, excerpt: Excerpt, budget: int) -> ContextItem | None:
+    """The item with its excerpt's head, as much as the budget leaves after the item's lines."""
+    empty = pack_item_text(_with_excerpt(hit, None, excerpt.model_copy(update={"text": ""})))
+    room = budget * W.CHARS_PER_TOKEN - len(empty) - len(_ELLIPSIS)
+    while room > 0:
+        cut = excerpt.model_copy(
+            update={"text": excerpt.text[:room].rstrip() + _ELLIPSIS, "truncated": True}
+        )
+        item = _with_excerpt(hit, None, cut)
+        if tokens_of(pack_item_text(item)) <= budget:
+            return item
+        room -= W.CHARS_PER_TOKEN * 4  # cleaning or escaping made it longer: try shorter
+    return None

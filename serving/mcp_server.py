@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 import numpy as np
 import psycopg
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -44,9 +45,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout, TooManyRequests
 from pydantic import BaseModel, Field
 
+from memory_pipeline import tuning
+from memory_pipeline.db.failures import classify
 from memory_pipeline.errors import UserError
 from memory_pipeline.settings import Settings
 from serving import browse
@@ -60,7 +63,8 @@ from serving.browse_models import (
     Timeline,
 )
 from serving.context_pack import context as build_context_pack
-from serving.db import reader_url
+from serving.db import ReaderError, connect_reader, reader_url
+from serving.http_guard import HeaderGuard, HostPolicy, JsonRpcIdGuard, parse_host
 from serving.models import ContextPack, MemoryStatus, SearchFilters, SearchHit
 from serving.render import (
     clean,
@@ -183,13 +187,33 @@ class SearchResults(BaseModel):
 
 
 # --- database --------------------------------------------------------------------------------
-class ReaderPool:
-    """Connections as the read-only role, opened on first use, shared by the tools' threads."""
+class ReaderBusy(Exception):
+    """Every connection stayed in use for the whole wait while the database was up."""
 
-    def __init__(self, url: str | None = None, *, max_size: int = 4, timeout: float = 10.0) -> None:
+
+class ReaderPool:
+    """Connections as the read-only role, opened on first use, shared by the tools' threads.
+
+    A tool call waits in line for a connection (a bounded line: at most `max_waiting` calls,
+    each at most `timeout` seconds; tuning.MCP_POOL_*) instead of failing while the database is
+    up. The first use connects once directly, so a refused password or a missing role is told
+    at once (and as permanent), not after the pool gave up retrying. A call that waited its
+    whole turn is told "busy" only if a fresh connection still works; otherwise it gets the
+    reason that connection failed.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        max_size: int = tuning.MCP_POOL_SIZE,
+        timeout: float = tuning.MCP_POOL_WAIT_S,
+        max_waiting: int = tuning.MCP_POOL_MAX_WAITING,
+    ) -> None:
         self._url = url
         self._max_size = max_size
-        self._timeout = timeout
+        self._wait_s = timeout  # how long one call waits for a connection
+        self._max_waiting = max_waiting
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
         self._users = 0
@@ -202,31 +226,53 @@ class ReaderPool:
     def _open(self) -> ConnectionPool:
         with self._lock:
             if self._pool is None:
+                url = self.url()
+                with connect_reader(url) as probe:  # a one-line ReaderError if it cannot work
+                    _check_read_only(probe)
                 pool = ConnectionPool(
-                    self.url(),
+                    url,
                     min_size=1,
                     max_size=self._max_size,
                     kwargs={"autocommit": True, "connect_timeout": 5},
                     configure=_configure,
                     check=ConnectionPool.check_connection,
-                    timeout=self._timeout,
+                    timeout=self._wait_s,
+                    max_waiting=self._max_waiting,
                     name="memory-mcp-reader",
                     open=False,
                 )
                 try:
-                    pool.open(wait=True, timeout=self._timeout)
-                    with pool.connection(timeout=self._timeout) as conn:
-                        _check_read_only(conn)
-                except BaseException:
+                    pool.open(wait=True, timeout=self._wait_s)
+                except PoolTimeout:
                     pool.close(timeout=1)
-                    raise
+                    raise self._why_not() from None
                 self._pool = pool
             return self._pool
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
-        with self._open().connection(timeout=self._timeout) as conn:
+        pool = self._open()
+        try:
+            conn = pool.getconn(timeout=self._wait_s)
+        except TooManyRequests:
+            raise ReaderBusy(
+                f"{self._max_waiting} calls are already waiting for the memory database"
+            ) from None
+        except PoolTimeout:
+            raise self._why_not() from None
+        try:
             yield conn
+        finally:
+            pool.putconn(conn)  # rolled back or discarded if the call left it unusable
+
+    def _why_not(self) -> Exception:
+        """After a wait for a connection ran out: busy if the database answers, else why not."""
+        try:
+            with connect_reader(self.url()):
+                pass
+        except ReaderError as exc:
+            return exc
+        return ReaderBusy(f"all {self._max_size} connections stayed in use for {self._wait_s:.0f}s")
 
     def attach(self) -> None:
         with self._lock:
@@ -300,9 +346,19 @@ def _expected_failures() -> Iterator[None]:
             "the query took too long and was cancelled; narrow it (filters, a smaller limit or "
             "depth)"
         ) from None
-    except (psycopg.OperationalError, PoolTimeout):
+    except ReaderBusy as exc:
+        raise ToolError(f"the memory server is busy ({exc}); try again in a few seconds") from None
+    except ReaderError as exc:
+        message = _URL.sub("<url>", exc.public)
+        if exc.temporary:
+            raise ToolError(f"the memory database is unavailable right now: {message}") from None
+        raise ToolError(f"the memory database cannot be used: {message}") from None
+    except psycopg.OperationalError as exc:
         logger.warning("memory database unavailable", exc_info=True)
-        raise ToolError("the memory database is unavailable right now; try again later") from None
+        raise ToolError(
+            f"the memory database is unavailable right now ({classify(exc).detail}); try again "
+            "in a minute"
+        ) from None
     except UserError as exc:
         raise ToolError(
             "the memory database cannot be used: " + _URL.sub("<url>", str(exc))
@@ -338,12 +394,20 @@ def _cap_hits(hits: list[SearchHit]) -> tuple[list[SearchHit], bool]:
         if len(title) > MAX_TITLE_CHARS:
             title = title[: MAX_TITLE_CHARS - 6].rstrip() + " [...]"
             truncated = True
-        size = len(content) + len(title) + 400  # header and provenance lines
+        passages = []
+        for p in hit.passages:  # the matched excerpts, each under the same cap
+            if len(p.text) > MAX_HIT_CHARS:
+                p = p.model_copy(update={"text": p.text[: MAX_HIT_CHARS - 6].rstrip() + " [...]"})
+                truncated = True
+            passages.append(p)
+        size = len(content) + len(title) + sum(len(p.text) + 100 for p in passages) + 400
         if out and used + size > MAX_SEARCH_TEXT_CHARS:
             truncated = True
             break
         used += size
-        out.append(hit.model_copy(update={"content": content, "title": title}))
+        out.append(
+            hit.model_copy(update={"content": content, "title": title, "passages": passages})
+        )
     return out, truncated
 
 
@@ -437,7 +501,8 @@ def build_server(
         ] = True,
     ) -> Annotated[CallToolResult, SearchResults]:
         """Hybrid search (keywords + vectors + rerank) over memories, best first, with
-        provenance. Results marked temporal_context are neighbours in time of the top one."""
+        provenance and the passages that matched (the excerpts memory_context packs). Results
+        marked temporal_context are neighbours in time of the top one."""
         q = _query(query)
         filters = _filters(
             types=types,
@@ -494,8 +559,10 @@ def build_server(
         sources: Sources = None,
         project_context: ProjectContext = None,
     ) -> Annotated[CallToolResult, ContextPack]:
-        """The most relevant memories for a task, cut to a token budget, with provenance.
-        Correction episodes are never packed (search for them explicitly)."""
+        """Excerpts of the most relevant memories for a task (the passages that matched, and
+        their neighbouring turns as the budget allows), cut to a token budget, with provenance
+        and the memories left out (memory_read returns any memory whole). Correction episodes
+        are never packed (search for them explicitly)."""
         q = _query(task, "task description")
         filters = _filters(projects=projects, sources=sources)
         with _expected_failures(), pool.connection() as conn:
@@ -685,7 +752,6 @@ def _read_token(path: Path) -> str:
 
 
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-_HOST_NAME = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))")
 
 
 def is_loopback(host: str) -> bool:
@@ -715,7 +781,8 @@ def transport_security(
     hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
     origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
     for name in allowed_hosts:
-        if not _HOST_NAME.fullmatch(name):
+        parsed = parse_host(name)
+        if parsed is None or parsed[1] is not None:
             raise UserError(f"--allowed-host {name!r} is not a host name or IP address")
         hosts += [name, f"{name}:*"]
         origins += [
@@ -732,12 +799,33 @@ def http_app(
     allow_remote: bool = False,
     allowed_hosts: list[str] | tuple[str, ...] = (),
 ) -> Any:
-    """The streamable HTTP ASGI app at /mcp, with explicit Host/Origin checks."""
-    return server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=transport_security(host, allow_remote, allowed_hosts),
-        host=host,
+    """The streamable HTTP ASGI app at /mcp, with exact Host/Origin checks in front of it.
+
+    serving/http_guard.py parses both headers and compares scheme, host and port exactly (the
+    SDK's own check, kept behind it, compares prefixes), and answers a JSON-RPC request whose id
+    the SDK cannot take with a JSON-RPC error instead of a silent 202.
+    """
+    security = transport_security(host, allow_remote, allowed_hosts)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, transport_security=security, host=host
     )
+    _guard_request_ids(app)
+    policy = HostPolicy.from_patterns(security.allowed_hosts, security.allowed_origins)
+    return HeaderGuard(app, policy)
+
+
+def _guard_request_ids(app: Any) -> None:
+    """Put JsonRpcIdGuard between the bearer-token check and the MCP endpoint."""
+    for route in app.routes:
+        if getattr(route, "path", None) != MCP_PATH:
+            continue
+        endpoint = route.app
+        if isinstance(endpoint, RequireAuthMiddleware):
+            endpoint.app = JsonRpcIdGuard(endpoint.app)
+        else:
+            route.app = JsonRpcIdGuard(endpoint)
+        return
+    raise RuntimeError(f"the MCP SDK's HTTP app has no route {MCP_PATH}")
 
 
 def run_http(

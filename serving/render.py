@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from serving import rerank_weights as W
 from serving.browse_models import (
     MemoryDetail,
     MemoryGraph,
@@ -21,7 +22,7 @@ from serving.browse_models import (
     MemorySummary,
     Timeline,
 )
-from serving.models import ContextPack, Provenance, SearchHit
+from serving.models import ContextItem, ContextPack, PassageTurn, Provenance, SearchHit
 
 # Control characters (except tab and newline) and invisible format characters (zero-width
 # spaces and joiners, bidi overrides): they can hide or reorder text in an agent's context.
@@ -93,10 +94,28 @@ def memory_block(
     )
 
 
+def excerpt_label(turns: list[PassageTurn], neighbour: bool = False, cut: bool = False) -> str:
+    """The line before a quoted passage: which turns it is (the provenance of the excerpt)."""
+    ordinals = ",".join(str(t.ordinal) for t in turns)
+    label = f"[turn{'s' if len(turns) > 1 else ''} {ordinals}" if turns else "[excerpt"
+    if neighbour:
+        label += ", next to a match"
+    if cut:
+        label += ", cut"
+    return label + "]"
+
+
 def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
+    """Search results: each hit with the passages that matched (its content when none did,
+    as for temporal neighbours)."""
     blocks = []
     for i, h in enumerate(hits, start=1):
-        text = h.content if max_chars is None else h.content[:max_chars]
+        if h.passages:
+            text = "\n".join(f"{excerpt_label(p.turns)}\n{p.text}" for p in h.passages)
+        else:
+            text = h.content
+        if max_chars is not None:
+            text = text[:max_chars]
         extra = f' rank="{i}" score="{h.score:.3f}"'
         if h.temporal_context:
             extra += ' temporal_context="true"'
@@ -108,27 +127,47 @@ def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
     return "\n\n".join(blocks) if blocks else "No memories matched."
 
 
+def pack_item_text(item: ContextItem) -> str:
+    """One memory of a context pack as the agent reads it (and as its tokens are counted):
+    a title line, the tasks it came from, and each excerpt under the turns it quotes."""
+    # Compact on purpose: every character counts against the budget. The score, timestamps
+    # and native message ids are in the structured output.
+    extra = ' excerpt="true"' if item.truncated else ""
+    created = item.created_at.date().isoformat()
+    tasks = "; ".join(dict.fromkeys(f"{p.source} task {p.native_task_id}" for p in item.provenance))
+    lines = [
+        f'<memory id="{item.memory_id}" kind="{attr(item.kind)}" created="{created}"{extra}>',
+        f"title: {clean(_short(item.title, W.PACK_TITLE_CHARS))}",
+        clean(f"from: {tasks}") if tasks else "from: no captured task",
+    ]
+    for e in item.excerpts:
+        lines.append(f"{excerpt_label(e.turns, e.neighbour, e.truncated)} {clean(e.text)}")
+    lines.append("</memory>")
+    return "\n".join(lines)
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def pack_text(pack: ContextPack) -> str:
     head = (
         f"Context pack for: {clean(pack.query)}\n"
-        f"{len(pack.items)} items, {pack.tokens_used}/{pack.token_budget} tokens"
-        f"{' (truncated: more relevant memories did not fit)' if pack.truncated else ''}.\n"
+        f"{len(pack.items)} memories, {pack.tokens_used}/{pack.token_budget} tokens"
+        f"{' (truncated: more that matched did not fit)' if pack.truncated else ''}.\n"
         f"{pack.note}"
     )
-    blocks = [
-        memory_block(
-            str(item.memory_id),
-            item.kind,
-            item.title,
-            item.text,
-            item.created_at.isoformat(),
-            f' score="{item.score:.3f}"'
-            + (' temporal_context="true"' if item.temporal_context else ""),
-            item.provenance,
+    parts = [head, *(pack_item_text(item) for item in pack.items)]
+    if pack.left_out_count:
+        listed = "; ".join(
+            f"{o.memory_id} ({attr(o.kind)}: {attr(o.title)})" for o in pack.left_out
         )
-        for item in pack.items
-    ]
-    return "\n\n".join([head, *blocks])
+        more = pack.left_out_count - len(pack.left_out)
+        parts.append(
+            f"Matched but left out for the budget (memory_read returns them): {listed}"
+            + (f"; and {more} more" if more > 0 else "")
+        )
+    return "\n\n".join(parts)
 
 
 # --- browsing (memory_list, memory_timeline, memory_graph, memory_read) ----------------------

@@ -24,7 +24,14 @@ from __future__ import annotations
 # Every search draws the same candidates per channel whatever the output limit, so a larger
 # limit only appends results (prefix stability).
 CANDIDATES_PER_CHANNEL = 100
-# HNSW search breadth: at least the candidate count, or the index cannot return 100 rows.
+# Channels rank passages and a memory takes its best passage's rank. Each channel reads this
+# many passages (so a memory's second- or third-best passages can be reported as matches), plus
+# the best passage of each of its CANDIDATES_PER_CHANNEL memories.
+PASSAGE_CANDIDATES_PER_CHANNEL = 300
+# A hit reports (and a context pack may quote) at most this many of its matched passages.
+MATCHED_PASSAGES_PER_HIT = 3
+# HNSW search breadth; iterative scans (relaxed order) keep going past it until the
+# PASSAGE_CANDIDATES_PER_CHANNEL rows are found.
 HNSW_EF_SEARCH = 200
 # Okapi BM25 over search_vector with the pipeline's corpus statistics (search_term_stats):
 #   score = sum over query lexemes t of idf(t) * tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl/avgdl))
@@ -81,6 +88,27 @@ DIVERSITY_PENALTY = 0.05
 # Temporal context: the top result's neighbours within this window are appended, marked.
 TEMPORAL_WINDOW_HOURS = 24
 TEMPORAL_NEIGHBOURS = 3
+
+# --- context packs --------------------------------------------------------------------------
+# Excerpt priority (serving/context_pack.py), higher packed first:
+#   priority = 1 / (PACK_RRF_K + bm25 rank) + 1 / (PACK_RRF_K + vector rank)   (among passages)
+#            + PACK_HIT_WEIGHT / (PACK_RRF_K + its memory's rank in the search)  (the rerank)
+#   times PACK_DISTILLED_SHARE for a distilled memory's passage (a sentence drawn from a turn
+#   that a segment passage quotes whole), PACK_NEIGHBOUR_SHARE of the passage it neighbours for
+#   a neighbouring passage, and PACK_OPEN_ITEM_BONUS once its memory is in the pack (another
+#   excerpt costs no title or provenance lines). A pack chooses among PACK_PASSAGES_PER_HIT
+#   passages of each of the search's MAX_LIMIT hits. Tuned on the long-conversation gold set
+#   (evaluation/long_conversations) and checked on the demo gold set: scripts/bench_retrieval.py.
+PACK_RRF_K = 30
+PACK_HIT_WEIGHT = 1.0
+PACK_DISTILLED_SHARE = 0.8
+PACK_NEIGHBOUR_SHARE = 0.7
+PACK_OPEN_ITEM_BONUS = 1.25
+PACK_PASSAGES_PER_HIT = 8
+# A packed memory's title line is cut to this many characters (the excerpts carry the text).
+PACK_TITLE_CHARS = 60
+# How many of the memories that did not fit a pack lists by name (all are counted).
+PACK_MAX_LEFT_OUT_LISTED = 10
 
 # --- limits ---------------------------------------------------------------------------------
 DEFAULT_LIMIT = 10

@@ -1,13 +1,19 @@
 """Hybrid search, exactly as the seed specifies, over the read-only role's connection.
 
-1. BM25-style full text over `search_vector` and cosine over the serving space's HNSW index,
-   the same CANDIDATES_PER_CHANNEL per channel whatever the output limit.
-2. Reciprocal Rank Fusion (k = 60).
+1. Each channel ranks passages (memory_passages: a memory cut at turn boundaries into pieces
+   that fit the embedding window): Okapi BM25 over each passage's full-text entry, and cosine
+   over the serving space's HNSW index of passage vectors. A memory takes the rank of its best
+   passage in that channel, so a long segment is found by whichever of its turns matches; the
+   same CANDIDATES_PER_CHANNEL memories per channel whatever the output limit.
+2. Reciprocal Rank Fusion (k = 60) of the two memory rankings.
 3. The utility rerank over the whole fused pool (`serving/rerank.py`).
 4. Exact-content dedup, then soft diversity (at most two results per source task first).
 5. The limit, applied last: a larger limit only appends (prefix stability).
 6. Temporal context: the top result's neighbours within 24 hours, appended and marked.
 7. Retrieval events for the returned results, which the pipeline folds into access counts.
+
+Every hit carries the passages that matched it (best first by the RRF of their passage ranks),
+with their turn ordinals and native ids: what a context pack quotes.
 """
 
 from __future__ import annotations
@@ -24,7 +30,15 @@ import psycopg
 from psycopg import sql
 
 from serving import rerank_weights as W
-from serving.models import Provenance, SearchFilters, SearchHit, SearchResponse, TurnRef
+from serving.models import (
+    PassageMatch,
+    PassageTurn,
+    Provenance,
+    SearchFilters,
+    SearchHit,
+    SearchResponse,
+    TurnRef,
+)
 from serving.rerank import Candidate, dedup_exact, diversify, rrf_scores, score
 from serving.text import tokens
 
@@ -44,11 +58,14 @@ class QueryEmbedder:
         self._by_space: dict[str, Any] = {}
 
     def embed(self, space: str, query: str) -> np.ndarray:
+        return self.embed_many(space, [query])[0]
+
+    def embed_many(self, space: str, texts: list[str]) -> np.ndarray:
         if space not in self._by_space:
             from memory_pipeline.embedding.spaces import embedder_for
 
             self._by_space[space] = embedder_for(space, self.ollama_host)
-        return self._by_space[space].embed([query])[0]
+        return self._by_space[space].embed(texts)
 
 
 @dataclass(frozen=True)
@@ -89,13 +106,40 @@ def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
     return sql.SQL(" AND ").join(conds), params
 
 
-def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -> list[str]:
-    """Okapi BM25 candidates: any query lexeme may match, rare ones weigh most.
+@dataclass(frozen=True)
+class ChannelResult:
+    """One channel's memory ranking (each memory at its best passage) and passage ranking."""
+
+    memories: list[str]
+    passages: list[tuple[str, str]]  # (passage id, memory id), best first
+
+    @staticmethod
+    def of(rows: Sequence[tuple[Any, Any]]) -> ChannelResult:
+        """From (passage id, memory id) rows best first: memories in order of first appearance,
+        at most CANDIDATES_PER_CHANNEL of them."""
+        memories: list[str] = []
+        seen: set[str] = set()
+        passages = []
+        for pid, mid in rows:
+            passages.append((str(pid), str(mid)))
+            if str(mid) not in seen and len(memories) < W.CANDIDATES_PER_CHANNEL:
+                seen.add(str(mid))
+                memories.append(str(mid))
+        return ChannelResult(memories, passages)
+
+
+EMPTY = ChannelResult([], [])
+
+
+def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -> ChannelResult:
+    """Okapi BM25 over passages: any query lexeme may match, rare ones weigh most.
 
     The query's English lexemes are OR-ed (a question rarely repeats every word of its answer)
-    and the GIN index finds the memories holding any of them; BM25 then ranks those with the
-    inverse document frequencies the pipeline recorded. Before the first statistics exist, every
-    lexeme counts the same.
+    and the GIN index finds the passages holding any of them; BM25 then ranks those with the
+    inverse document frequencies the pipeline recorded over passages. Before the first
+    statistics exist, every lexeme counts the same. Returned: the best passages of the best
+    CANDIDATES_PER_CHANNEL memories (each memory's best passage, and any passage within the
+    top PASSAGE_CANDIDATES_PER_CHANNEL).
     """
     lexemes: list[str] = conn.execute(
         "SELECT ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', %s)))"
@@ -103,50 +147,63 @@ def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -
         [query],
     ).fetchone()[0]  # type: ignore[index]
     if not lexemes:
-        return []
+        return EMPTY
     idfs, avgdl = _bm25_statistics(conn, lexemes)
     tsquery = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lexemes)
     where, params = filter_sql(filters)
     rows = conn.execute(
         sql.SQL(
-            "SELECT m.id FROM memories m CROSS JOIN LATERAL ("
+            "WITH scored AS ("
+            " SELECT p.id, p.memory_id, sum(t.idf * t.tf * %s"
+            "   / (t.tf + %s * (1 - %s + %s * length(p.search_vector) / %s))) AS s"
+            " FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
+            " CROSS JOIN LATERAL ("
             "   SELECT q.idf, (SELECT sum(CASE w WHEN 'A' THEN %s ELSE 1 END)"
             "                  FROM unnest(u.weights) AS w) AS tf"
-            "   FROM unnest(m.search_vector) AS u"
+            "   FROM unnest(p.search_vector) AS u"
             "   JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme"
             " ) t"
-            " WHERE m.search_vector @@ CAST(%s AS tsquery) AND {where}"
-            " GROUP BY m.id"
-            " ORDER BY sum(t.idf * t.tf * %s"
-            "   / (t.tf + %s * (1 - %s + %s * length(m.search_vector) / %s))) DESC, m.id"
-            " LIMIT %s"
+            " WHERE p.search_vector @@ CAST(%s AS tsquery) AND {where}"
+            " GROUP BY p.id"
+            "), ranked AS ("
+            " SELECT id, memory_id, s,"
+            "  row_number() OVER (ORDER BY s DESC, id) AS prank,"
+            "  row_number() OVER (PARTITION BY memory_id ORDER BY s DESC, id) AS inner_rank"
+            " FROM scored"
+            "), best AS ("
+            " SELECT memory_id, s FROM ranked WHERE inner_rank = 1"
+            " ORDER BY s DESC, memory_id LIMIT %s"
+            ")"
+            " SELECT r.id, r.memory_id FROM ranked r JOIN best b USING (memory_id)"
+            " WHERE r.inner_rank = 1 OR r.prank <= %s ORDER BY r.s DESC, r.id"
         ).format(where=where),
         [
-            W.BM25_TITLE_TF,
-            lexemes,
-            idfs,
-            tsquery,
-            *params,
             W.BM25_K1 + 1,
             W.BM25_K1,
             W.BM25_B,
             W.BM25_B,
             avgdl,
+            W.BM25_TITLE_TF,
+            lexemes,
+            idfs,
+            tsquery,
+            *params,
             W.CANDIDATES_PER_CHANNEL,
+            W.PASSAGE_CANDIDATES_PER_CHANNEL,
         ],
     ).fetchall()
-    return [str(r[0]) for r in rows]
+    return ChannelResult.of(rows)
 
 
 def _bm25_statistics(conn: psycopg.Connection, lexemes: list[str]) -> tuple[list[float], float]:
-    """IDF of each lexeme and the mean document length, from the pipeline's statistics."""
-    corpus = conn.execute("SELECT documents, avg_lexemes FROM search_corpus_stats").fetchone()
+    """IDF of each lexeme and the mean passage length, from the pipeline's statistics."""
+    corpus = conn.execute("SELECT documents, avg_lexemes FROM passage_corpus_stats").fetchone()
     if not corpus or not corpus[0]:
         return [1.0] * len(lexemes), 1.0
     documents, avgdl = corpus
     df = dict(
         conn.execute(
-            "SELECT lexeme, ndoc FROM search_term_stats WHERE lexeme = ANY(%s)", [lexemes]
+            "SELECT lexeme, ndoc FROM passage_term_stats WHERE lexeme = ANY(%s)", [lexemes]
         ).fetchall()
     )
     idfs = [
@@ -161,8 +218,9 @@ def vector_channel(
     dims: int,
     vector: np.ndarray,
     filters: SearchFilters,
-) -> list[str]:
-    """Cosine candidates from the serving space's partial HNSW index, and only that space.
+) -> ChannelResult:
+    """Cosine over the serving space's partial HNSW index of passage vectors, and only that
+    space: the nearest PASSAGE_CANDIDATES_PER_CHANNEL passages, a memory at its nearest one.
 
     The space and width are inlined as literals so the planner can match the partial index
     (`WHERE space = '...'`); iterative scans keep filtered queries from running short.
@@ -173,13 +231,17 @@ def vector_channel(
     conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     rows = conn.execute(
         sql.SQL(
-            "SELECT e.memory_id FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id"
+            "SELECT e.passage_id, p.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
+            " FROM passage_embeddings e"
+            " JOIN memory_passages p ON p.id = e.passage_id JOIN memories m ON m.id = p.memory_id"
             " WHERE e.space = {space} AND {where}"
-            " ORDER BY e.embedding::{cast} <=> %s::{cast} LIMIT %s"
+            " ORDER BY d LIMIT %s"
         ).format(space=sql.Literal(space), where=where, cast=cast),
-        [*params, vector, W.CANDIDATES_PER_CHANNEL],
+        [vector, *params, W.PASSAGE_CANDIDATES_PER_CHANNEL],
     ).fetchall()
-    return [str(r[0]) for r in rows]
+    # Iterative scans in relaxed order may return a few rows out of order: sort them back.
+    rows.sort(key=lambda r: (r[2], str(r[0])))
+    return ChannelResult.of([(r[0], r[1]) for r in rows])
 
 
 def _candidates(conn: psycopg.Connection, ids: Sequence[str]) -> dict[str, _Row]:
@@ -240,6 +302,100 @@ def provenance(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str,
     return {mid: list(v.values()) for mid, v in chains.items()}
 
 
+def matched_passages(
+    conn: psycopg.Connection,
+    bm25: ChannelResult,
+    vec: ChannelResult,
+    memory_ids: set[str],
+    *,
+    per_hit: int = W.MATCHED_PASSAGES_PER_HIT,
+    nearest_only: bool = True,
+) -> dict[str, list[PassageMatch]]:
+    """memory id -> the passages that matched it, best first (RRF of their passage ranks), at
+    most MATCHED_PASSAGES_PER_HIT, with turn ordinals and native ids.
+
+    A passage matched when it holds a query lexeme (BM25 ranked it) or is the memory's nearest
+    passage to the query. Every passage has some cosine to the query, so the vector channel's
+    further passages of a memory are not matches.
+    """
+    ranks: dict[str, dict[str, int]] = {}
+    owner: dict[str, str] = {}
+    nearest: set[str] = set()
+    for name, result in (("bm25", bm25), ("vector", vec)):
+        for rank, (pid, mid) in enumerate(result.passages, start=1):
+            if mid not in memory_ids:
+                continue
+            if name == "vector" and nearest_only:
+                if mid in nearest:
+                    continue
+                nearest.add(mid)
+            ranks.setdefault(pid, {})[name] = rank
+            owner[pid] = mid
+    fused = rrf_scores(
+        [p for p, _ in bm25.passages if p in ranks], [p for p, _ in vec.passages if p in ranks]
+    )
+    by_memory: dict[str, list[str]] = {}
+    for pid in sorted(ranks, key=lambda p: (-fused[p], p)):
+        chosen = by_memory.setdefault(owner[pid], [])
+        if len(chosen) < per_hit:
+            chosen.append(pid)
+    wanted = [p for chosen in by_memory.values() for p in chosen]
+    details = passage_details(conn, wanted)
+    return {
+        mid: [
+            details[p].model_copy(
+                update={
+                    "bm25_rank": ranks[p].get("bm25"),
+                    "vector_rank": ranks[p].get("vector"),
+                }
+            )
+            for p in chosen
+            if p in details
+        ]
+        for mid, chosen in by_memory.items()
+    }
+
+
+def passage_details(
+    conn: psycopg.Connection, passage_ids: Sequence[str]
+) -> dict[str, PassageMatch]:
+    """Passage id -> its text and the turns it quotes or rests on (ordinals, native ids)."""
+    if not passage_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT p.id, p.memory_id, p.ordinal, p.text, t.source, t.native_id, a.ordinal,"
+        " a.native_turn_id, a.native_message_ids"
+        " FROM memory_passages p"
+        " LEFT JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n) ON true"
+        " LEFT JOIN agent_turns a ON a.id = u.turn_id"
+        " LEFT JOIN captured_tasks t ON t.id = a.task_id"
+        " WHERE p.id = ANY(%s::uuid[]) ORDER BY p.id, u.n",
+        [list(passage_ids)],
+    ).fetchall()
+    out: dict[str, PassageMatch] = {}
+    for pid, mid, ordinal, text, source, native_id, turn_ordinal, turn_id, msg_ids in rows:
+        match = out.get(str(pid))
+        if match is None:
+            match = out[str(pid)] = PassageMatch(
+                id=pid,
+                memory_id=mid,
+                ordinal=ordinal,
+                text=text,
+                source=source,
+                native_task_id=native_id,
+                turns=[],
+            )
+        if turn_ordinal is not None:
+            match.turns.append(
+                PassageTurn(
+                    ordinal=turn_ordinal,
+                    native_turn_id=turn_id,
+                    native_message_ids=list(msg_ids or []),
+                )
+            )
+    return out
+
+
 def _temporal_neighbours(
     conn: psycopg.Connection, top: Candidate, exclude: set[str], filters: SearchFilters
 ) -> list[str]:
@@ -276,17 +432,26 @@ def search(
     temporal_context: bool = True,
     record_surface: str | None = None,
     now: datetime | None = None,
+    passages_per_hit: int = W.MATCHED_PASSAGES_PER_HIT,
+    near_passages: bool = False,
 ) -> SearchResponse:
-    """The full pipeline. `channels` lets the evaluation measure each channel alone."""
+    """The full pipeline. `channels` lets the evaluation measure each channel alone.
+
+    `passages_per_hit` and `near_passages` widen what a hit reports as matched: context packs
+    choose among more of each hit's passages, including every passage the vector channel
+    ranked (not only each memory's nearest)."""
     filters = filters or SearchFilters()
     now = now or datetime.now(UTC)
     limit = max(1, min(limit, W.MAX_LIMIT))
     with conn.transaction():
         space = serving_space(conn) if "vector" in channels and embedder else None
-        bm25 = bm25_channel(conn, query, filters) if "bm25" in channels else []
-        vec: list[str] = []
+        bm25_result = bm25_channel(conn, query, filters) if "bm25" in channels else EMPTY
+        vec_result = EMPTY
         if space is not None and embedder is not None:
-            vec = vector_channel(conn, space[0], space[1], embedder.embed(space[0], query), filters)
+            vec_result = vector_channel(
+                conn, space[0], space[1], embedder.embed(space[0], query), filters
+            )
+        bm25, vec = bm25_result.memories, vec_result.memories
         fused = rrf_scores(bm25, vec)
         rows = _candidates(conn, list(fused))
         bm25_rank = {mid: i for i, mid in enumerate(bm25, start=1)}
@@ -310,6 +475,14 @@ def search(
             extra = [extra_rows[i].candidate for i in ids if i in extra_rows]
             rows.update({i: extra_rows[i] for i in ids if i in extra_rows})
         chains = provenance(conn, [c.id for c in ranked + extra])
+        matched = matched_passages(
+            conn,
+            bm25_result,
+            vec_result,
+            {c.id for c in ranked},
+            per_hit=passages_per_hit,
+            nearest_only=not near_passages,
+        )
 
         hits = []
         extra_ids = {c.id for c in extra}
@@ -337,6 +510,7 @@ def search(
                     components=parts,
                     temporal_context=is_extra,
                     provenance=chains.get(cand.id, []),
+                    passages=matched.get(cand.id, []),
                 )
             )
         if record_surface and ranked:

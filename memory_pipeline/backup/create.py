@@ -50,10 +50,13 @@ from memory_pipeline.backup.manifest import (
 )
 from memory_pipeline.backup.pgtools import (
     PgTools,
+    backup_archive_majors,
     check_server_version,
+    choose_tools,
     client_conninfo,
-    pg_tools,
+    reads,
     stderr_tail,
+    unreadable_note,
 )
 from memory_pipeline.db.connection import connect
 from memory_pipeline.tuning import BACKUP_CHUNK_SIZE
@@ -87,9 +90,9 @@ def create_backup(
     say = progress or (lambda _message: None)
     started = time.monotonic()
     key = load_key(config.key_file, create=True)  # key.created: the caller warns the user
-    tools = pg_tools(config.pg_dump)
     root = config.backup_dir
     with backup_lock(root):
+        tools = _tools(config, dsn, key, say)  # a mismatch with the server stops here
         stale = remove_stale_temp_dirs(root)
         created_at = created_at or datetime.now(UTC)
         backup_id = new_backup_id(root, created_at)
@@ -161,6 +164,19 @@ def _write_files(
         )
     write_manifest(manifest, tmp / MANIFEST_FILENAME, key)
     return manifest
+
+
+def _tools(config: BackupConfig, dsn: str, key: BackupKey, say: Progress) -> PgTools:
+    """The client programs for this server that can also read the backups already there."""
+    with connect(dsn, autocommit=True) as conn:
+        server = conn.info.server_version
+    archives = backup_archive_majors(config.backup_dir, key)
+    tools = choose_tools(config.pg_dump, server, archives.values())
+    unreadable = sorted(b for b, major in archives.items() if not reads(tools.major, major))
+    if unreadable:
+        note = unreadable_note(tools, unreadable[-1], archives[unreadable[-1]], server // 10000)
+        say(f"warning: {len(unreadable)} older backup(s) cannot be verified here: {note}")
+    return tools
 
 
 def _dump(tools: PgTools, dsn: str, snapshot: str, dest: Path, key: BackupKey) -> BackupFile:

@@ -14,6 +14,7 @@ comparison passed: a failed restore never costs the database that was there.
 
 from __future__ import annotations
 
+import re
 import secrets
 import subprocess
 import tempfile
@@ -50,12 +51,23 @@ from memory_pipeline.backup.layout import (
     write_verification,
 )
 from memory_pipeline.backup.manifest import BackupManifest, ManifestError, read_manifest
-from memory_pipeline.backup.pgtools import PgTools, client_conninfo, pg_tools, stderr_tail
-from memory_pipeline.db.connection import CONNECT_TIMEOUT_S, connect
+from memory_pipeline.backup.pgtools import (
+    PgTools,
+    archive_major,
+    choose_tools,
+    client_conninfo,
+    reads,
+    stderr_tail,
+    unreadable_note,
+)
+from memory_pipeline.db.connection import CONNECT_TIMEOUT_S, connect, sql_ident
+from memory_pipeline.tuning import BACKUP_TEMPLATE_BUSY_RETRIES, BACKUP_TEMPLATE_BUSY_WAIT_S
 
 Progress = Callable[[str], None]
 _MAX_DBNAME = 63  # NAMEDATALEN - 1
 _SYSTEM_DATABASES = {"postgres", "template0", "template1"}
+# Tables migrations fill themselves: rows there are not data a restore could overwrite.
+_SEEDED_BY_MIGRATIONS = frozenset({"schema_migrations", "embedding_spaces"})
 
 
 @dataclass(frozen=True)
@@ -89,7 +101,6 @@ def verify_backup(
     say = progress or (lambda _message: None)
     started = time.monotonic()
     key = load_key(config.key_file, create=False)
-    tools = pg_tools(config.pg_dump)
     with backup_lock(config.backup_dir):
         path = resolve_backup(config.backup_dir, None if backup is None else str(backup))
         say(f"verifying backup {path.name}")
@@ -102,8 +113,9 @@ def verify_backup(
             return _record(path, key, started, problems=[str(exc)])
         problems = _check_files(path, manifest, key)
         with _admin(dsn) as admin:
+            tools = _tools_for(config, admin, path.name, manifest)
             scratch = _scratch_name(admin.info.dbname, "verify")
-            _create_database(admin, scratch)
+            _create_database(admin, dsn, scratch)
             try:
                 say(f"restoring into scratch database {scratch}")
                 problems += _restore_and_compare(tools, key, path, manifest, dsn, scratch, say)
@@ -130,19 +142,20 @@ def restore_backup(
     started = time.monotonic()
     _check_target_name(target)
     key = load_key(config.key_file, create=False)
-    tools = pg_tools(config.pg_dump)
     path = resolve_backup(config.backup_dir, str(backup))
     try:
         manifest = read_manifest(path / MANIFEST_FILENAME, key)
     except (BackupCryptoError, ManifestError) as exc:
         raise RestoreError(str(exc)) from exc
-    _refuse_non_empty(dsn, target, force)
+    with _admin(dsn, avoid=target) as admin:
+        tools = _tools_for(config, admin, path.name, manifest)
+    _refuse_non_empty(dsn, target, force, manifest)
     problems = _check_files(path, manifest, key)
     if problems:
         raise RestoreError(f"backup {path.name} is damaged: {problems[0]}")
     staging = _scratch_name(target, "restore")
     with _admin(dsn, avoid=target) as admin:
-        _create_database(admin, staging)
+        _create_database(admin, dsn, staging)
     try:
         say(f"restoring {path.name} into staging database {staging}")
         problems = _restore_and_compare(tools, key, path, manifest, dsn, staging, say)
@@ -151,7 +164,7 @@ def restore_backup(
                 f"the restored data does not match backup {path.name}: {'; '.join(problems[:3])}"
             )
         with _admin(dsn, avoid=target) as admin:
-            _refuse_non_empty(dsn, target, force)  # again: it may have changed meanwhile
+            _refuse_non_empty(dsn, target, force, manifest)  # again: it may have changed
             _replace_database(admin, staging, target)
     except BaseException:
         with _admin(dsn, avoid=target) as admin:
@@ -231,6 +244,18 @@ def _pg_restore(
         "--no-password",
         f"--dbname={conninfo}",
     ]
+    with tempfile.TemporaryDirectory(prefix="memory-restore-list-") as workdir:
+        if _extension_owned_by_another_role(make_conninfo(dsn, dbname=dbname)):
+            listing = Path(workdir) / "toc.list"
+            listing.write_text(_toc_without_extension(tools, key, path, manifest, env))
+            args.append(f"--use-list={listing}")
+        _run_pg_restore(args, env, key, path / entry.name, entry.sha256, entry.bytes)
+
+
+def _run_pg_restore(
+    args: list[str], env: dict[str, str], key: BackupKey, dump: Path, sha256: str, size: int
+) -> None:
+    """Stream the decrypted dump into pg_restore; kill it before the end on any mismatch."""
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=env
@@ -238,13 +263,13 @@ def _pg_restore(
         assert proc.stdin is not None
         try:
             try:
-                result = decrypt_to_stream(path / entry.name, proc.stdin, key)
+                result = decrypt_to_stream(dump, proc.stdin, key)
             except BrokenPipeError:
                 result = None  # pg_restore stopped reading; its exit status says why
             if result is not None and (
-                result.plaintext_sha256 != entry.sha256 or result.plaintext_bytes != entry.bytes
+                result.plaintext_sha256 != sha256 or result.plaintext_bytes != size
             ):
-                raise RestoreError(f"{entry.name} does not match the manifest's checksum")
+                raise RestoreError(f"{dump.name} does not match the manifest's checksum")
         except BaseException:
             proc.kill()  # before its input ends: the single transaction is never committed
             proc.wait()
@@ -257,6 +282,70 @@ def _pg_restore(
         code = proc.wait()
         if code != 0:
             raise RestoreError(f"pg_restore failed (exit status {code}): {stderr_tail(err)}")
+
+
+def _extension_owned_by_another_role(conninfo: str) -> bool:
+    """pgvector exists in the target and belongs to someone else (an administrator).
+
+    Then the dump's `COMMENT ON EXTENSION vector` would fail (only the owner may comment), so
+    the extension's two archive entries are left out: the extension is already there.
+    """
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        row = conn.execute(
+            "SELECT e.extowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user)"
+            " AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+            " FROM pg_extension e WHERE e.extname = 'vector'"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+_EXTENSION_ENTRY = re.compile(r"^\d+; \d+ \d+ (?:COMMENT - )?EXTENSION (?:- )?vector\b")
+
+
+def _toc_without_extension(
+    tools: PgTools, key: BackupKey, path: Path, manifest: BackupManifest, env: dict[str, str]
+) -> str:
+    """The dump's table of contents (`pg_restore --list`) with pgvector's entries commented out."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            [str(tools.pg_restore), "--list"],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            env=env,
+        )
+        assert proc.stdin is not None
+        try:
+            try:
+                decrypt_to_stream(path / manifest.dump.name, proc.stdin, key)
+            except BrokenPipeError:
+                pass  # it read the table of contents and stopped: all it needs
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            try:
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        if proc.wait() != 0:
+            raise RestoreError(f"pg_restore --list failed: {stderr_tail(err)}")
+        out.seek(0)
+        lines = out.read().decode("utf-8", errors="replace").splitlines()
+    return "\n".join(f";{ln}" if _EXTENSION_ENTRY.match(ln) else ln for ln in lines) + "\n"
+
+
+def _tools_for(
+    config: BackupConfig, admin: psycopg.Connection, backup_id: str, manifest: BackupManifest
+) -> PgTools:
+    """The client programs that restore this backup into this server, or why none can."""
+    archive = archive_major(manifest.pg_dump_version)
+    server = admin.info.server_version
+    tools = choose_tools(config.pg_dump, server, [archive])
+    if not reads(tools.major, archive):
+        raise RestoreError(unreadable_note(tools, backup_id, archive, server // 10000))
+    return tools
 
 
 def _compare(manifest: BackupManifest, restored: str) -> list[str]:
@@ -345,21 +434,71 @@ def _check_target_name(target: str) -> None:
         raise RestoreError(f"refusing to restore into the system database {target!r}")
 
 
-def _create_database(admin: psycopg.Connection, name: str) -> None:
-    # template0: a clean database whatever extensions template1 has; same encoding as ours.
-    encoding = admin.execute(
-        "SELECT pg_encoding_to_char(encoding) FROM pg_database WHERE datname = current_database()"
-    ).fetchone()
-    query = sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING {}").format(
-        sql.Identifier(name), sql.Literal(encoding[0] if encoding else "UTF8")
+def _create_database(admin: psycopg.Connection, dsn: str, name: str) -> None:
+    """A new empty database with pgvector, for a restore (scratch, staging or target).
+
+    A role that may create pgvector (a superuser) gets a clean copy of template0 and creates the
+    extension itself. Any other role gets a copy of template1, where an administrator enabled
+    pgvector once; without it no restore can work, and the error says what to run.
+    """
+    if _can_create_vector(admin):
+        encoding = admin.execute(
+            "SELECT pg_encoding_to_char(encoding) FROM pg_database"
+            " WHERE datname = current_database()"
+        ).fetchone()
+        _create(
+            admin,
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING {}").format(
+                sql.Identifier(name), sql.Literal(encoding[0] if encoding else "UTF8")
+            ),
+            name,
+        )
+        with psycopg.connect(make_conninfo(dsn, dbname=name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return
+    _create(
+        admin, sql.SQL("CREATE DATABASE {} TEMPLATE template1").format(sql.Identifier(name)), name
     )
-    try:
-        admin.execute(query)
-    except psycopg.errors.InsufficientPrivilege as exc:
+    with psycopg.connect(make_conninfo(dsn, dbname=name), autocommit=True) as conn:
+        has_vector = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if not has_vector:
+        _drop_database(admin, name)
         raise RestoreError(
-            f"this role may not create databases (needed for {name}); grant it CREATEDB or"
-            " restore as a role that has it"
-        ) from exc
+            f"role {admin.info.user} may not enable pgvector in the new database {name}, and "
+            "template1 (which new databases copy) lacks it; an administrator runs once: "
+            "psql -d template1 -c 'CREATE EXTENSION vector'"
+        )
+
+
+def _can_create_vector(admin: psycopg.Connection) -> bool:
+    row = admin.execute(
+        "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+        " OR coalesce((SELECT v.trusted FROM pg_available_extensions a"
+        "   JOIN pg_available_extension_versions v"
+        "   ON v.name = a.name AND v.version = a.default_version WHERE a.name = 'vector'), false)"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _create(admin: psycopg.Connection, query: sql.Composed, name: str) -> None:
+    """CREATE DATABASE, waiting briefly while someone else is connected to the template."""
+    for attempt in range(BACKUP_TEMPLATE_BUSY_RETRIES + 1):
+        try:
+            admin.execute(query)
+            return
+        except psycopg.errors.InsufficientPrivilege as exc:
+            role = admin.info.user
+            raise RestoreError(
+                f"role {role} may not create databases (needed for {name}); an administrator "
+                f"runs once: ALTER ROLE {sql_ident(role)} CREATEDB;"
+            ) from exc
+        except psycopg.errors.ObjectInUse:
+            if attempt == BACKUP_TEMPLATE_BUSY_RETRIES:
+                raise RestoreError(
+                    f"cannot create database {name}: its template is in use by another session;"
+                    " try again in a moment"
+                ) from None
+            time.sleep(BACKUP_TEMPLATE_BUSY_WAIT_S)
 
 
 def _drop_database(admin: psycopg.Connection, name: str) -> None:
@@ -381,7 +520,16 @@ def _replace_database(admin: psycopg.Connection, staging: str, target: str) -> N
     admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(target_id))
 
 
-def _refuse_non_empty(dsn: str, target: str, force: bool) -> None:
+def _refuse_non_empty(
+    dsn: str, target: str, force: bool, manifest: BackupManifest | None = None
+) -> None:
+    """Refuse a target that holds data, unless `force`.
+
+    Empty means: no tables at all, or only our schema as migrations leave it (every table one
+    the backup also has, none with rows but the migration bookkeeping and the embedding spaces
+    migrations seed). That is what a fresh machine holds once `memory-pipeline ui` or `run` has
+    started there, and the README sends the user to restore into exactly that.
+    """
     if force:
         return
     try:
@@ -397,13 +545,38 @@ def _refuse_non_empty(dsn: str, target: str, force: bool) -> None:
             f"cannot connect to database {target} to check it is empty: {exc}"
         ) from exc
     with conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')"
-            " AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'"
-        ).fetchone()
-    if row and row[0]:
+        holds = _holds_data(conn, manifest)
+    if holds:
         raise RestoreError(
-            f"database {target} is not empty; pass --force to replace it (it is dropped only"
-            " after the backup restored and matched its manifest)"
+            f"database {target} is not empty ({holds}); pass --force to replace it (it is dropped"
+            " only after the backup restored and matched its manifest)"
         )
+
+
+def _holds_data(conn: psycopg.Connection, manifest: BackupManifest | None) -> str | None:
+    """None when the database holds nothing worth keeping, else what it holds (a short phrase)."""
+    relations = conn.execute(
+        "SELECT n.nspname, c.relname, c.relkind FROM pg_class c"
+        " JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')"
+        " AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'"
+        " AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass"
+        "                 AND d.objid = c.oid AND d.deptype = 'e')"
+    ).fetchall()
+    if not relations:
+        return None
+    tables = {(schema, name) for schema, name, kind in relations if kind in ("r", "p")}
+    ours = {t.name for t in manifest.tables} if manifest else set()
+    if ("public", "schema_migrations") not in tables or manifest is None:
+        return f"{len(relations)} relations"
+    foreign = sorted(f"{s}.{n}" for s, n in tables if s != "public" or n not in ours)
+    if foreign:
+        return f"table {foreign[0]} is not part of memory-pipeline's schema"
+    for _schema, name in sorted(tables):
+        if name in _SEEDED_BY_MIGRATIONS:
+            continue
+        query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier("public", name))
+        row = conn.execute(query).fetchone()
+        if row and row[0]:
+            return f"table {name} has rows"
+    return None

@@ -19,8 +19,8 @@ order (not the timestamps) is the order of the messages.
 | `message_id` | no | The message's id in the system it was exported from (string or integer). |
 
 Other fields are ignored. A line that is not a JSON object, lacks a required field or has a field of
-the wrong type (or a timestamp that does not parse) is skipped and reported; the rest of the file is
-still imported.
+the wrong type (or a timestamp that does not parse or cannot be converted to UTC, such as year 1
+with a positive offset) is skipped and reported; the rest of the file is still imported.
 
 **Turns.** Every message falls on one of two sides: the *prompt* side (whoever asks) or the
 *outcome* side (whoever answers). A turn is one or more consecutive prompt-side messages followed by
@@ -34,9 +34,16 @@ one or more consecutive outcome-side messages; the next prompt-side message star
   that is "one asks, the other answers"; with three or more, the first speaker's messages are the
   prompts and the replies of everyone else together are the outcome. A message's speaker is its
   `speaker` field, or its `role` when it has no `speaker`.
-* A last turn without any outcome-side message is unfinished: it is not imported yet and is picked up
-  once the answer is appended to the file. Outcome-side messages before the first prompt of a
-  conversation cannot form a turn; they are skipped and reported (`outcome_without_prompt`).
+* A last turn without any outcome-side message waits: it is not imported while the conversation is
+  still going. Once the conversation has been quiet for `MEMORY_SEMANTIC_QUIET_MINUTES` (measured
+  from its latest message `timestamp`, not from the file's modification time, so an export of an
+  old conversation is quiet at once), it is imported as an **unanswered** turn: its prompt, an
+  empty outcome, marked `unanswered`. Nothing said is left behind. If an answer (or more of the
+  question) is appended to the file later, that turn is read again as usual; the stored
+  unanswered turn never changes, and the complete turn is appended after it, repeating the
+  question and naming the turn it answers (see `capture/store.py`). Outcome-side messages before
+  the first prompt of a conversation cannot form a turn; they are skipped and reported
+  (`outcome_without_prompt`).
 
 Every imported conversation is user-owned (the user put the file there). Its start time is its
 earliest message timestamp.
@@ -53,11 +60,13 @@ Example (a user/assistant export and a design review between two colleagues in o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline import tuning
 from memory_pipeline.capture.jsonl import JsonlRead, iter_jsonl
 from memory_pipeline.capture.models import (
     OwnershipVerdict,
@@ -102,8 +111,18 @@ class ChatImportConnector:
 
     source = "chat_import"
 
-    def __init__(self, import_dir: Path) -> None:
+    def __init__(
+        self,
+        import_dir: Path,
+        *,
+        quiet_after: timedelta | None = timedelta(minutes=tuning.SEMANTIC_QUIET_MINUTES),
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        """`quiet_after`: how long after its latest message a conversation's unanswered last
+        prompt is imported as an unanswered turn (None: never, it waits for an answer)."""
         self.import_dir = Path(import_dir)
+        self.quiet_after = quiet_after
+        self._now = now or (lambda: datetime.now(UTC))
 
     def discover(self) -> list[Path]:
         if not self.import_dir.is_dir():
@@ -111,24 +130,37 @@ class ChatImportConnector:
         return sorted(p for p in self.import_dir.rglob("*.jsonl") if p.is_file())
 
     def task_days(self, path: Path) -> set[date]:
+        """Never raises: the sensor and `memory-pipeline run` call it on every changed file
+        before any job, so one bad file must not stop the planning of all the others."""
         read = JsonlRead(path=path)
         starts: dict[str, datetime] = {}
-        for _line_no, msg in self._messages(path, read):
-            first = starts.get(msg.task_id)
-            if first is None or msg.timestamp < first:
-                starts[msg.task_id] = msg.timestamp
+        try:
+            for _line_no, msg in self._messages(path, read):
+                first = starts.get(msg.task_id)
+                if first is None or msg.timestamp < first:
+                    starts[msg.task_id] = msg.timestamp
+        except Exception:  # last resort; bad lines are already ParseIssues, not exceptions
+            pass
         return {ts.date() for ts in starts.values()}
 
     def parse(self, path: Path) -> ParseResult:
         read = JsonlRead(path=path)
         by_task: dict[str, list[_Message]] = {}
-        for _line_no, msg in self._messages(path, read):
-            by_task.setdefault(msg.task_id, []).append(msg)
+        tasks: list[ParsedTask] = []
+        try:
+            for _line_no, msg in self._messages(path, read):
+                by_task.setdefault(msg.task_id, []).append(msg)
+        except Exception as exc:  # last resort: bad input must never stop the run
+            read.issue("parser_error", f"{type(exc).__name__}: {exc}"[:500])
         import_file = self._import_file(path)
-        tasks = [
-            self._build_task(path, import_file, task_id, messages, read.issues)
-            for task_id, messages in by_task.items()
-        ]
+        now = self._now()
+        for task_id, messages in by_task.items():
+            try:
+                task = self._build_task(path, import_file, task_id, messages, read.issues, now)
+            except Exception as exc:  # last resort: one conversation, not the file
+                read.issue("parser_error", f"task {task_id[:80]!r}: {type(exc).__name__}: {exc}")
+                continue
+            tasks.append(task)
         return ParseResult(tasks=tasks, issues=read.issues)
 
     # -- reading -----------------------------------------------------------------------------
@@ -143,7 +175,7 @@ class ChatImportConnector:
     def _import_file(self, path: Path) -> str:
         try:
             return Path(path).resolve().relative_to(self.import_dir.resolve()).as_posix()
-        except ValueError:
+        except (ValueError, OSError, RuntimeError):  # elsewhere, or a symlink loop
             return str(path)
 
     # -- turns -------------------------------------------------------------------------------
@@ -155,6 +187,7 @@ class ChatImportConnector:
         task_id: str,
         messages: list[_Message],
         issues: list[ParseIssue],
+        now: datetime,
     ) -> ParsedTask:
         sides, rule = _sides(messages)
         turns: list[ParsedTurn] = []
@@ -185,6 +218,15 @@ class ChatImportConnector:
         unfinished = bool(prompt) and not outcome
         if prompt and outcome:
             close()
+        last_message_at = max(m.timestamp for m in messages)
+        settles_at: datetime | None = None
+        if unfinished and self.quiet_after is not None:
+            if now - last_message_at >= self.quiet_after:
+                # Quiet long enough: nobody is going to answer soon. Keep what was said.
+                turns.append(_unanswered_turn(len(turns), prompt))
+                unfinished = False
+            else:
+                settles_at = _plus(last_message_at, self.quiet_after)
 
         title: TaskTitle | None = None
         for msg in messages:
@@ -204,6 +246,7 @@ class ChatImportConnector:
             native_context={"import_file": import_file, "turn_rule": rule, "speakers": speakers},
             turns=turns,
             unfinished_turn=unfinished,
+            settles_at=settles_at,
             source_path=str(path),
         )
 
@@ -235,6 +278,29 @@ def _turn(ordinal: int, prompt: list[_Message], outcome: list[_Message]) -> Pars
     )
 
 
+def _unanswered_turn(ordinal: int, prompt: list[_Message]) -> ParsedTurn:
+    """A last prompt nobody answered: an empty outcome, no completion time, marked."""
+    return ParsedTurn(
+        ordinal=ordinal,
+        native_turn_id=next((m.message_id for m in prompt if m.message_id), None),
+        prompt="\n\n".join(m.text for m in prompt),
+        outcome="",
+        started_at=prompt[0].timestamp,
+        completed_at=None,
+        native_message_ids=[m.message_id for m in prompt if m.message_id],
+        prompt_speaker=_speakers(prompt),
+        outcome_speaker=None,
+        unanswered=True,
+    )
+
+
+def _plus(moment: datetime, delta: timedelta) -> datetime | None:
+    try:
+        return moment + delta
+    except OverflowError:  # a last message in year 9999: it never settles
+        return None
+
+
 def _speakers(messages: list[_Message]) -> str | None:
     names = list(dict.fromkeys(m.speaker for m in messages if m.speaker))
     return ", ".join(names) if names else None
@@ -257,7 +323,9 @@ def _message(line_no: int, obj: dict[str, Any]) -> _Message:
     role = obj.get("role")
     if role is not None:
         if not isinstance(role, str) or role.strip().lower() not in ROLES:
-            raise _LineError("bad_field", f"'role' must be one of {', '.join(ROLES)}: {role!r}")
+            raise _LineError(
+                "bad_field", f"'role' must be one of {', '.join(ROLES)}: {str(role)[:100]!r}"
+            )
         role = role.strip().lower()
     speaker = _str_field(obj, "speaker")
     if role is None and speaker is None:
@@ -308,7 +376,10 @@ def _timestamp(value: Any) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise _LineError("bad_timestamp", f"not ISO 8601: {value!r}") from None
+        raise _LineError("bad_timestamp", f"not ISO 8601: {value[:100]!r}") from None
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+        raise _LineError("bad_timestamp", f"outside the range of UTC time: {value!r}") from None

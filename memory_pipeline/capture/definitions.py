@@ -1,15 +1,14 @@
 """Dagster definitions for capture: the external transcripts, the captured tasks, the sensor."""
 
-import json
-
 import dagster as dg
 
-from memory_pipeline.capture.changes import changed_since
+from memory_pipeline.capture.changes import WatchCursor, watch
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.db.definitions import memory_database
-from memory_pipeline.jobs import INGEST_JOB, request_days
+from memory_pipeline.jobs import INGEST_JOB, ingest_days_in_flight, request_days, work_key
 from memory_pipeline.partitions import daily, single_run
 from memory_pipeline.resources import DatabaseResource, SourcesResource
+from memory_pipeline.tuning import TRANSCRIPT_SENSOR_INTERVAL_S
 
 agent_transcripts = dg.AssetSpec(
     "agent_transcripts",
@@ -56,22 +55,40 @@ def captured_tasks(
 
 @dg.sensor(
     job_name=INGEST_JOB,
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=TRANSCRIPT_SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Watches the transcript roots; when files change, requests an ingest run for the "
-        "days of the tasks in them. The cursor is the newest file mtime seen."
+        "Watches the transcript roots and requests an ingest run for the days of the tasks in "
+        "every file that differs from what capture stored (size or mtime, or a path never "
+        "captured), so copied, moved and restored files count however old their mtime. A file "
+        "is requested once per version (and once more if still not captured when its quiet "
+        "period has passed), never while a queued run will read it anyway."
     ),
 )
 def transcript_sensor(
-    context: dg.SensorEvaluationContext, sources: SourcesResource
+    context: dg.SensorEvaluationContext, sources: SourcesResource, db: DatabaseResource
 ) -> dg.SensorResult:
-    since = json.loads(context.cursor)["mtime_ns"] if context.cursor else 0
-    days, newest = changed_since(sources.connectors(), since)
-    cursor = json.dumps({"mtime_ns": newest})
-    if not days:
-        return dg.SensorResult(skip_reason="no transcript changed", cursor=cursor)
-    return dg.SensorResult(run_requests=[request_days(days, f"sensor:{newest}")], cursor=cursor)
+    with db.connection() as conn:
+        outcome = watch(
+            conn,
+            sources.connectors(),
+            WatchCursor.load(context.cursor),
+            in_flight=lambda: ingest_days_in_flight(context.instance, "captured_tasks"),
+            settle_ns=int(sources.quiet_minutes * 60e9),
+        )
+    for failure in outcome.failures:
+        context.log.warning(failure.describe())
+    cursor = outcome.cursor.dump()
+    if not outcome.days:
+        waits = len(outcome.deferred)
+        reason = f"{waits} changed file(s) wait for a run in progress" if waits else ""
+        return dg.SensorResult(
+            skip_reason=reason or f"no transcript changed ({outcome.files_seen} files)",
+            cursor=cursor,
+        )
+    key = work_key("files", (change.version for change in outcome.request))
+    context.log.info(f"{len(outcome.request)} changed file(s): {len(outcome.days)} day(s)")
+    return dg.SensorResult(run_requests=[request_days(outcome.days, key)], cursor=cursor)
 
 
 defs = dg.Definitions(assets=[agent_transcripts, captured_tasks], sensors=[transcript_sensor])

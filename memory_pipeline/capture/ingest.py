@@ -3,7 +3,18 @@
 A partition run reads only the files that hold tasks of its days (known from `source_files`,
 refreshed when a file's size or mtime changes) and commits one file at a time, so a run that
 fails halfway leaves whole files captured and the rest for the retry. Bad input never stops the
-run: parser problems are recorded skips.
+run, isolated by line, task, file and source:
+
+* a bad line is a ParseIssue of its connector (recorded), the rest of the file is used;
+* a task whose storing fails (a connector bug, a value the database refuses) is rolled back alone
+  (a savepoint), recorded as a `store_failed` task skip, and the file's other tasks are stored;
+* a file whose `task_days`, parse or storing fails as a whole is rolled back alone and recorded
+  (`task_days_failed`, `parser_error`, `store_failed`); the run goes on with the next file;
+* a connector whose `discover()` fails is recorded (`discover_failed`); the others go on.
+
+A file with a failed task, or with a task that will complete by time alone (`settles_at`, the chat
+import's quiet rule), is not marked captured, so the hourly catch-up reads it again. Only a lost
+database connection stops the run: then nothing could be recorded, and the run's retry resumes.
 """
 
 from __future__ import annotations
@@ -16,9 +27,16 @@ from pathlib import Path
 
 import psycopg
 
-from memory_pipeline.capture.models import Connector, ParseIssue, ParseResult
+from memory_pipeline.capture.models import Connector, ParsedTask, ParseIssue, ParseResult
 from memory_pipeline.capture.report import CaptureReport
-from memory_pipeline.capture.store import record_file_issue, store_task, task_day
+from memory_pipeline.capture.store import (
+    clear_store_failure,
+    path_text,
+    record_file_issue,
+    record_store_failure,
+    store_task,
+    task_day,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +49,9 @@ def file_days(
         st = path.stat()
     except OSError:
         return set(), None
+    key = path_text(str(path))[0]
     row = conn.execute(
-        "SELECT size, mtime_ns, task_days FROM source_files WHERE path = %s", [str(path)]
+        "SELECT size, mtime_ns, task_days FROM source_files WHERE path = %s", [key]
     ).fetchone()
     if row and row[0] == st.st_size and row[1] == st.st_mtime_ns:
         return set(row[2]), st
@@ -41,7 +60,7 @@ def file_days(
         "INSERT INTO source_files (path, source, size, mtime_ns, task_days)"
         " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE SET size = EXCLUDED.size,"
         " mtime_ns = EXCLUDED.mtime_ns, task_days = EXCLUDED.task_days, scanned_at = now()",
-        [str(path), connector.source, st.st_size, st.st_mtime_ns, sorted(days)],
+        [key, connector.source, st.st_size, st.st_mtime_ns, sorted(days)],
     )
     return days, st
 
@@ -56,31 +75,117 @@ def capture_window(
     """Capture tasks whose start day d satisfies start <= d < end."""
     report = CaptureReport()
     for connector in connectors:
-        paths = connector.discover()
+        try:
+            paths = connector.discover()
+        except Exception as exc:
+            _failed(conn, connector.source, "", "discover_failed", exc, report)
+            continue
         for path in paths:
             report.files_seen += 1
-            with conn.transaction():
-                days, st = file_days(conn, connector, path)
+            try:
+                with conn.transaction():
+                    days, st = file_days(conn, connector, path)
+            except Exception as exc:
+                _failed(conn, connector.source, str(path), "task_days_failed", exc, report)
+                continue
             if st is None or not any(start <= d < end for d in days):
                 continue
             result = _parse(connector, path)
             report.files_parsed += 1
-            with conn.transaction():
-                for issue in result.issues:
-                    record_file_issue(conn, connector.source, issue, report)
-                for task in result.tasks:
-                    if start <= task_day(task) < end:
-                        store_task(conn, task, report)
-                if all(start <= d < end for d in days):
-                    # Every task of the file is now stored as of this size and mtime.
-                    conn.execute(
-                        "UPDATE source_files SET captured_size = %s, captured_mtime_ns = %s"
-                        " WHERE path = %s",
-                        [st.st_size, st.st_mtime_ns, str(path)],
-                    )
+            try:
+                file_report = _store_file(conn, connector, path, result, days, st, start, end)
+            except Exception as exc:
+                _failed(conn, connector.source, str(path), "store_failed", exc, report)
+                continue
+            report.merge(file_report)
             if progress and report.files_parsed % 25 == 0:
                 progress(f"{connector.source}: {report.files_parsed} files parsed")
     return report
+
+
+def _store_file(
+    conn: psycopg.Connection,
+    connector: Connector,
+    path: Path,
+    result: ParseResult,
+    days: set[date],
+    st: os.stat_result,
+    start: date,
+    end: date,
+) -> CaptureReport:
+    """Store one parsed file in one transaction; its counts, merged by the caller on success."""
+    report = CaptureReport()
+    with conn.transaction():
+        for issue in result.issues:
+            record_file_issue(conn, connector.source, issue, report)
+        complete = True
+        for task in result.tasks:
+            if _in_window(task, start, end) is False:
+                continue  # (a start time without a UTC day fails in _store_task, recorded)
+            stored = _store_task(conn, task, report)
+            if not stored or task.settles_at is not None:
+                complete = False  # read the file again: a retry, or the quiet rule's turn
+        if complete and all(start <= d < end for d in days):
+            # Every task of the file is now stored as of this size and mtime.
+            conn.execute(
+                "UPDATE source_files SET captured_size = %s, captured_mtime_ns = %s"
+                " WHERE path = %s",
+                [st.st_size, st.st_mtime_ns, path_text(str(path))[0]],
+            )
+    return report
+
+
+def _in_window(task: ParsedTask, start: date, end: date) -> bool | None:
+    """Whether the task starts in the window; None when its start cannot even be placed."""
+    try:
+        return start <= task_day(task) < end
+    except (OverflowError, ValueError, AttributeError, TypeError):
+        return None
+
+
+def _store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport) -> bool:
+    """Store one task in a savepoint; on failure roll it back alone and record it."""
+    task_report = CaptureReport()
+    try:
+        with conn.transaction():
+            store_task(conn, task, task_report)
+            clear_store_failure(conn, task)
+    except Exception as exc:
+        _reraise_if_disconnected(conn)
+        log.warning("storing %s task %r failed: %s", task.source, task.native_id[:80], exc)
+        record_store_failure(conn, task, _one_line(exc))
+        report.tasks_seen += 1
+        report.count_skip(task.source, task.native_id[:80], "store_failed")
+        return False
+    report.merge(task_report)
+    return True
+
+
+def _failed(
+    conn: psycopg.Connection,
+    source: str,
+    path: str,
+    reason: str,
+    exc: Exception,
+    report: CaptureReport,
+) -> None:
+    """Record a file or connector whose processing failed as a whole; the run goes on."""
+    _reraise_if_disconnected(conn)
+    log.warning("%s %s: %s: %s", source, path or "(connector)", reason, _one_line(exc))
+    issue = ParseIssue(path=path, reason=reason, detail=_one_line(exc))
+    with conn.transaction():
+        record_file_issue(conn, source, issue, report)
+
+
+def _reraise_if_disconnected(conn: psycopg.Connection) -> None:
+    """A lost connection is not bad input: stop the run (its retry resumes where it stopped)."""
+    if conn.closed or conn.broken:
+        raise
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}"[:500]
 
 
 def _parse(connector: Connector, path: Path) -> ParseResult:
@@ -90,7 +195,5 @@ def _parse(connector: Connector, path: Path) -> ParseResult:
         return connector.parse(path)
     except Exception as exc:
         log.exception("connector %s failed on %s", connector.source, path)
-        issue = ParseIssue(
-            path=str(path), reason="parser_error", detail=f"{type(exc).__name__}: {exc}"
-        )
+        issue = ParseIssue(path=str(path), reason="parser_error", detail=_one_line(exc))
         return ParseResult(issues=[issue])

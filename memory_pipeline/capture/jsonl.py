@@ -3,7 +3,10 @@
 Transcript files can be hundreds of megabytes and may be appended to while we read them. The
 reader never loads a file whole, reads only up to the size the file had when it was opened (so a
 concurrent append cannot hand us half a line), and turns every bad line into a ParseIssue instead
-of an exception: the caller decides what a skipped line means, the run goes on.
+of an exception: the caller decides what a skipped line means, the run goes on. That includes a
+line nested so deep that the JSON decoder runs out of stack (`too_deep`: json.loads raises
+RecursionError, not JSONDecodeError), and a UTF-8 byte order mark before a line, which editors
+and Windows tools write and which is not part of the record (tolerated, not an issue).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from memory_pipeline.capture.models import ParseIssue
 # needs it and json.loads on it would hold several copies in memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -102,6 +106,8 @@ def iter_jsonl(path: Path, read: JsonlRead) -> Iterator[tuple[int, dict[str, Any
 
 def _decode(raw: bytes, line_no: int, read: JsonlRead, last_line: bool = False) -> dict | None:
     raw = raw.strip()
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM) :].lstrip()
     if not raw:
         return None
     try:
@@ -114,6 +120,12 @@ def _decode(raw: bytes, line_no: int, read: JsonlRead, last_line: bool = False) 
     except json.JSONDecodeError as exc:
         reason = "truncated_line" if last_line else "invalid_json"
         read.issue(reason, exc.msg, line_no)
+        return None
+    except RecursionError:
+        read.issue("too_deep", "JSON nested deeper than the decoder can follow", line_no)
+        return None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        read.issue("invalid_json", str(exc)[:200], line_no)
         return None
     if not isinstance(obj, dict):
         read.issue("invalid_json", f"line is a JSON {type(obj).__name__}, not an object", line_no)

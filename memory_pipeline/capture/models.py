@@ -54,6 +54,9 @@ class ParsedTurn(BaseModel):
     # Speaker names when the source has them (chat imports of two humans).
     prompt_speaker: str | None = None
     outcome_speaker: str | None = None
+    # A prompt nobody answered, kept once its conversation went quiet (chat imports only): the
+    # outcome is empty. If the answer comes later, the store appends the complete turn after it.
+    unanswered: bool = False
 
 
 class ParsedTask(BaseModel):
@@ -69,6 +72,10 @@ class ParsedTask(BaseModel):
     native_context: dict[str, Any] = Field(default_factory=dict)
     turns: list[ParsedTurn] = Field(default_factory=list)  # complete turns only, in order
     unfinished_turn: bool = False  # a last turn exists but is not complete yet (waits)
+    # When the unfinished last turn completes by time alone, with no change to the file (a chat
+    # import's quiet rule): capture must read the file again then, so the file is not marked
+    # captured meanwhile. None when it waits for new content (or there is nothing waiting).
+    settles_at: datetime | None = None
     source_path: str
 
 
@@ -77,8 +84,9 @@ class ParseIssue(BaseModel):
 
     path: str
     line: int | None = None  # 1-based line number when the issue is one line
-    # "empty_file", "unreadable", "binary", "invalid_json", "truncated_line",
-    # "unknown_record", "changed_while_reading", "line_too_long", "not_a_transcript", ...
+    # "empty_file", "unreadable", "binary", "invalid_json", "truncated_line", "too_deep",
+    # "unknown_record", "changed_while_reading", "line_too_long", "not_a_transcript",
+    # "store_failed", "discover_failed", "task_days_failed", ...
     reason: str
     detail: str = ""
 

@@ -26,6 +26,11 @@ class CaptureReport(BaseModel):
     skipped_examples: list[tuple[str, str, str]] = Field(default_factory=list)
     file_issues: dict[str, int] = Field(default_factory=dict)  # reason -> count
     redactions: Redactions = Field(default_factory=Redactions)
+    # NUL and lone surrogates replaced by U+FFFD in what this run stored (PostgreSQL cannot
+    # store them); like redactions, counted once, when a task or turn is written.
+    unstorable_chars_replaced: int = 0
+    unanswered_turns: int = 0  # chat-import prompts stored unanswered after the quiet period
+    answers_to_unanswered: int = 0  # turns appended that answer a stored unanswered turn
 
     def count_skip(self, source: str, native_id: str, reason: str) -> None:
         self.skipped_tasks[reason] = self.skipped_tasks.get(reason, 0) + 1
@@ -44,6 +49,33 @@ class CaptureReport(BaseModel):
     def count_file_issue(self, reason: str) -> None:
         self.file_issues[reason] = self.file_issues.get(reason, 0) + 1
 
+    def merge(self, other: CaptureReport) -> None:
+        """Add what `other` counted. Capture counts each file (and each task) in a report of
+        its own and merges it only once that work is committed, so a file rolled back after a
+        failure leaves no counts behind."""
+        for name in (
+            "files_seen",
+            "files_parsed",
+            "tasks_seen",
+            "tasks_captured",
+            "tasks_with_new_turns",
+            "turns_appended",
+            "drift_ignored",
+            "renames",
+            "unfinished_turns_waiting",
+            "unstorable_chars_replaced",
+            "unanswered_turns",
+            "answers_to_unanswered",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for reason, n in other.skipped_tasks.items():
+            self.skipped_tasks[reason] = self.skipped_tasks.get(reason, 0) + n
+        room = MAX_SKIP_ROWS - len(self.skipped_examples)
+        self.skipped_examples.extend(other.skipped_examples[: max(room, 0)])
+        for reason, n in other.file_issues.items():
+            self.file_issues[reason] = self.file_issues.get(reason, 0) + n
+        self.redactions.add(other.redactions)
+
     def metadata(self) -> dict[str, int | dict[str, int]]:
         return {
             "files_seen": self.files_seen,
@@ -60,4 +92,7 @@ class CaptureReport(BaseModel):
             "file_issues_by_reason": dict(sorted(self.file_issues.items())),
             "redactions": self.redactions.total,
             "redactions_by_kind": dict(sorted(self.redactions.by_kind.items())),
+            "unstorable_chars_replaced": self.unstorable_chars_replaced,
+            "unanswered_turns": self.unanswered_turns,
+            "answers_to_unanswered": self.answers_to_unanswered,
         }

@@ -7,11 +7,13 @@ holds data; a machine with no agent history gets the bundled demo corpus instead
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from memory_pipeline import tuning
 from memory_pipeline.capture.chat_import import ChatImportConnector
 from memory_pipeline.capture.claude_code import ClaudeCodeConnector
 from memory_pipeline.capture.codex import CodexConnector
@@ -25,12 +27,14 @@ class SourceRoots(BaseModel):
     claude_home: Path
     import_dir: Path
     kind: Literal["real", "demo"]
+    # MEMORY_SEMANTIC_QUIET_MINUTES: a chat import's unanswered last prompt is captured after it.
+    quiet_minutes: float = tuning.SEMANTIC_QUIET_MINUTES
 
     def connectors(self) -> list[Connector]:
         return [
             CodexConnector(self.codex_home),
             ClaudeCodeConnector(self.claude_home),
-            ChatImportConnector(self.import_dir),
+            ChatImportConnector(self.import_dir, quiet_after=timedelta(minutes=self.quiet_minutes)),
         ]
 
 
@@ -49,6 +53,7 @@ def source_roots(settings: Settings) -> SourceRoots:
         claude_home=settings.claude_home,
         import_dir=settings.import_dir,
         kind="real",
+        quiet_minutes=settings.semantic_quiet_minutes,
     )
     if settings.sources == "real":
         return real

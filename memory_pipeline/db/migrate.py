@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.db.connection import sql_ident
 from memory_pipeline.errors import UserError
 from memory_pipeline.settings import REPO_ROOT
 
@@ -73,13 +74,16 @@ def migrate(
                     continue
                 if progress:
                     progress(f"applying {m.filename}")
-                with conn.transaction():
-                    conn.execute(m.path.read_text())  # no parameters: several statements allowed
-                    conn.execute(
-                        "INSERT INTO schema_migrations (version, filename, checksum)"
-                        " VALUES (%s, %s, %s)",
-                        [m.version, m.filename, m.checksum],
-                    )
+                try:
+                    with conn.transaction():
+                        conn.execute(m.path.read_text())  # no parameters: several statements
+                        conn.execute(
+                            "INSERT INTO schema_migrations (version, filename, checksum)"
+                            " VALUES (%s, %s, %s)",
+                            [m.version, m.filename, m.checksum],
+                        )
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise MigrationError(_privilege_message(m, exc, conn)) from exc
                 applied_now.append(m.filename)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
@@ -97,6 +101,26 @@ def pending(url: str, sql_dir: Path = SQL_DIR) -> list[str]:
 def applied_checksums(conn: psycopg.Connection) -> dict[str, str]:
     """version -> checksum of every applied migration (the schema version of a database)."""
     return _applied(conn)
+
+
+def _privilege_message(m: Migration, exc: psycopg.Error, conn: psycopg.Connection) -> str:
+    """One line for a migration the role may not apply: what failed and what an admin runs.
+
+    Nothing of the file was applied (its transaction rolled back). `memory-pipeline db check`
+    finds these before a migration starts; this covers a server that changed in between.
+    """
+    reason = (exc.diag.message_primary or str(exc)).strip().splitlines()[0]
+    role, database = sql_ident(conn.info.user), conn.info.dbname
+    if "extension" in reason:
+        fix = f"an administrator runs once: psql -d {database} -c 'CREATE EXTENSION vector'"
+    elif "role" in reason:
+        fix = f"an administrator runs once: ALTER ROLE {role} CREATEROLE;"
+    else:
+        fix = (
+            f"an administrator runs once in database {database}: "
+            f"GRANT CREATE ON SCHEMA public TO {role};"
+        )
+    return f"{m.filename} was not applied: {reason}; {fix}"
 
 
 def _applied(conn: psycopg.Connection) -> dict[str, str]:

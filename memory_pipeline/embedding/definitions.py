@@ -16,10 +16,12 @@ from memory_pipeline.semantic.definitions import semantic_memories
     group_name="embedding",
     kinds={"pgvector"},
     description=(
-        "Vectors for the partition's memories in the active embedding space "
-        "(MEMORY_EMBEDDING_SPACE: local all-MiniLM-L6-v2 by default, or ollama:bge-m3:1024). "
-        "Embeds only what is missing or stale. After a space change, backfill all partitions: "
-        "search keeps serving the old space until every memory has a vector in the new one."
+        "The partition's memories cut into passages (at turn boundaries, each within the "
+        "embedder's window), and vectors for memories and passages in the active embedding "
+        "space (MEMORY_EMBEDDING_SPACE: local all-MiniLM-L6-v2 by default, or "
+        "ollama:bge-m3:1024). Cuts and embeds only what is missing or stale. After a space "
+        "change, backfill all partitions: search keeps serving the old space until every "
+        "memory and passage has a vector in the new one."
     ),
 )
 def memory_embeddings(
@@ -36,6 +38,10 @@ def memory_embeddings(
             "space": report.space,
             "embedded": report.embedded,
             "already_current": report.up_to_date,
+            "passages": report.passages,
+            "memories_cut_into_passages": report.passages_cut,
+            "passages_embedded": report.passages_embedded,
+            "passage_vectors_reused": report.passages_reused,
             "serving_space": report.serving_space or "none yet",
             "active_space_coverage": report.space_coverage,
         }
@@ -47,16 +53,18 @@ def memory_embeddings(
     group_name="embedding",
     kinds={"postgres"},
     description=(
-        "Corpus statistics for BM25 ranking: in how many memories each lexeme occurs, and the "
-        "corpus size and mean length (PostgreSQL's own ts_rank has no inverse document "
-        "frequency). Recomputed whole; search reads them, and ranks by term frequency alone "
-        "until they exist."
+        "Corpus statistics for BM25 ranking: in how many passages (and memories) each "
+        "lexeme occurs, and the corpus size and mean length (PostgreSQL's own ts_rank has no "
+        "inverse document frequency). Recomputed whole; search reads them, and ranks by term "
+        "frequency alone until they exist."
     ),
 )
 def bm25_statistics(db: DatabaseResource) -> dg.MaterializeResult:
     with db.connection() as conn:
-        documents, lexemes = refresh_bm25_statistics(conn)
-    return dg.MaterializeResult(metadata={"memories": documents, "distinct_lexemes": lexemes})
+        memories, passages, lexemes = refresh_bm25_statistics(conn)
+    return dg.MaterializeResult(
+        metadata={"memories": memories, "passages": passages, "distinct_lexemes": lexemes}
+    )
 
 
 defs = dg.Definitions(assets=[memory_embeddings, bm25_statistics])

@@ -20,6 +20,16 @@ class Embedder(Protocol):
         """Return a float32 array of shape (len(texts), dims), each row L2-normalized."""
         ...
 
+    @property
+    def window_tokens(self) -> int:
+        """The most tokens the model reads of one text (the rest is silently cut): passages are
+        cut to fit it (memory_pipeline/embedding/passages.py)."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """How many of the model's tokens each text is, as `window_tokens` counts them."""
+        ...
+
 
 def space_dims(space: str) -> int:
     """The dimension count encoded in a space name."""

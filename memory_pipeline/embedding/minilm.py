@@ -173,6 +173,10 @@ class MiniLMEmbedder:
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=self._max_len)
         self._tokenizer = tokenizer
+        # A second copy that never truncates, to measure texts against the window.
+        counter = Tokenizer.from_str(tokenizer.to_str())
+        counter.no_truncation()
+        self._counter = counter
 
         w = load_file(str(model_dir / "model.safetensors"))
 
@@ -220,6 +224,17 @@ class MiniLMEmbedder:
                 )
             )
         self._layers = tuple(layers)
+
+    @property
+    def window_tokens(self) -> int:
+        """sentence-transformers' max_seq_length (256), [CLS] and [SEP] included."""
+        return self._max_len
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """WordPiece tokens of each text, [CLS] and [SEP] included (as the window counts)."""
+        if isinstance(texts, str):
+            raise TypeError("count_tokens() takes a sequence of strings, not a single string")
+        return [len(enc.ids) for enc in self._counter.encode_batch(list(texts))]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return float32 (len(texts), 384), rows L2-normalized, in input order."""

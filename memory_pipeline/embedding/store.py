@@ -1,7 +1,8 @@
 """Embedding what is missing in the active space, and deciding which space search serves.
 
-A memory's vector is stale when the text it was computed from changed (a growing tail segment):
-`content_sha256` of the embedded text tells. Search reads only the space marked `serving`, and a
+Memories and their passages (embedding/passages.py) each get a vector. A vector is stale when
+the text it was computed from changed (a growing tail segment): `content_sha256` of the embedded
+text tells. Search reads only the space marked `serving`, and a
 space becomes the serving one only once every memory has a current vector in it, so switching
 spaces never leaves search with half an index.
 """
@@ -16,15 +17,20 @@ import psycopg
 from pydantic import BaseModel
 
 from memory_pipeline.embedding.embedder import Embedder
+from memory_pipeline.embedding.passages import EMBED_TEXT_SQL, sync_passages
 from memory_pipeline.tuning import EMBED_BATCH_SIZE
 
 
 class EmbeddingReport(BaseModel):
     space: str
-    embedded: int = 0
-    up_to_date: int = 0
+    embedded: int = 0  # memory vectors written
+    up_to_date: int = 0  # memories whose vector was already current
+    passages_cut: int = 0  # memories whose passages were (re)written
+    passages_embedded: int = 0  # passage vectors computed
+    passages_reused: int = 0  # passage vectors copied from the memory's own (same text)
+    passages: int = 0  # passages of the window
     serving_space: str | None = None
-    space_coverage: float = 0.0  # share of all memories with a current vector in `space`
+    space_coverage: float = 0.0  # share of all memories complete (passages too) in `space`
 
 
 def embedding_text(title: str, content: str) -> str:
@@ -34,6 +40,15 @@ def embedding_text(title: str, content: str) -> str:
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _sql_sha(expr: str) -> str:
+    """SQL for text_sha256() of a text expression (UTF-8 bytes, hex digest)."""
+    return f"encode(sha256(convert_to({expr}, 'UTF8')), 'hex')"
+
+
+_MEMORY_TEXT = "m.title || E'\\n' || m.content"
+_WINDOW = "m.partition_day >= %(start)s AND m.partition_day < %(end)s"
 
 
 def ensure_space(conn: psycopg.Connection, embedder: Embedder) -> None:
@@ -54,61 +69,157 @@ def embed_window(
     end: date,
     progress: Callable[[str], None] | None = None,
 ) -> EmbeddingReport:
-    """Embed every memory of the window that lacks a current vector in the embedder's space."""
+    """Embed every memory and passage of the window that lacks a current vector in the
+    embedder's space, cutting passages first where they are missing or stale.
+
+    Concurrent runs over the same days split the work: each batch is claimed with
+    FOR UPDATE SKIP LOCKED and chosen by a staleness test evaluated under the lock, so a row
+    another run is embedding is skipped and a row it has finished is no longer stale.
+    """
     ensure_space(conn, embedder)
     report = EmbeddingReport(space=embedder.space)
-    rows = conn.execute(
-        "SELECT m.id, m.title, m.content, e.content_sha256 FROM memories m"
-        " LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.space = %s"
-        " WHERE m.partition_day >= %s AND m.partition_day < %s ORDER BY m.id",
-        [embedder.space, start, end],
-    ).fetchall()
-    todo = []
-    for memory_id, title, content, stored_sha in rows:
-        text = embedding_text(title, content)
-        sha = text_sha256(text)
-        if sha == stored_sha:
-            report.up_to_date += 1
-        else:
-            todo.append((memory_id, text, sha))
-    for i in range(0, len(todo), EMBED_BATCH_SIZE):
-        batch = todo[i : i + EMBED_BATCH_SIZE]
-        vectors = embedder.embed([text for _, text, _ in batch])
-        with conn.transaction(), conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_embeddings (memory_id, space, embedding, content_sha256)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (memory_id, space) DO UPDATE"
-                " SET embedding = EXCLUDED.embedding, content_sha256 = EXCLUDED.content_sha256,"
-                " embedded_at = now()",
-                [
-                    (memory_id, embedder.space, vector, sha)
-                    for (memory_id, _, sha), vector in zip(batch, vectors, strict=True)
-                ],
-            )
-        report.embedded += len(batch)
-        if progress:
-            progress(f"embedded {report.embedded}/{len(todo)} memories in {embedder.space}")
-    report.serving_space, report.space_coverage = promote_if_complete(conn, embedder.space)
+    space = embedder.space
+    report.embedded = _embed_claimed(
+        conn,
+        embedder,
+        what="memories",
+        select=(
+            f"SELECT m.id, {_MEMORY_TEXT} FROM memories m"
+            " LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.space = %(space)s"
+            f" WHERE {_WINDOW}"
+            f" AND (e.memory_id IS NULL OR e.content_sha256 <> {_sql_sha(_MEMORY_TEXT)})"
+        ),
+        lock="m",
+        insert=(
+            "INSERT INTO memory_embeddings (memory_id, space, embedding, content_sha256)"
+            " VALUES (%s, %s, %s, %s) ON CONFLICT (memory_id, space) DO UPDATE"
+            " SET embedding = EXCLUDED.embedding, content_sha256 = EXCLUDED.content_sha256,"
+            " embedded_at = now()"
+        ),
+        params={"space": space, "start": start, "end": end},
+        progress=progress,
+    )
+    params = {"space": space, "start": start, "end": end}
+    report.up_to_date = (
+        conn.execute(f"SELECT count(*) FROM memories m WHERE {_WINDOW}", params).fetchone()[0]
+        - report.embedded
+    )  # type: ignore[index]
+
+    report.passages_cut = sync_passages(conn, embedder, start, end).memories_cut
+    stale_passage = (
+        f" WHERE {_WINDOW}"
+        f" AND (e.passage_id IS NULL OR e.content_sha256 <> {_sql_sha(EMBED_TEXT_SQL)})"
+    )
+    passage_from = (
+        " FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
+        " LEFT JOIN passage_embeddings e ON e.passage_id = p.id AND e.space = %(space)s"
+    )
+    upsert_passage = (
+        " ON CONFLICT (passage_id, space) DO UPDATE SET embedding = EXCLUDED.embedding,"
+        " content_sha256 = EXCLUDED.content_sha256, embedded_at = now()"
+    )
+    # A one-passage memory embeds the same text as the memory itself: reuse that vector.
+    with conn.transaction():
+        report.passages_reused = conn.execute(
+            "INSERT INTO passage_embeddings (passage_id, space, embedding, content_sha256)"
+            " SELECT p.id, me.space, me.embedding, me.content_sha256"
+            + passage_from
+            + " JOIN memory_embeddings me ON me.memory_id = m.id AND me.space = %(space)s"
+            " AND me.content_sha256 = " + _sql_sha(EMBED_TEXT_SQL) + stale_passage + upsert_passage,
+            params,
+        ).rowcount
+    report.passages_embedded = _embed_claimed(
+        conn,
+        embedder,
+        what="passages",
+        select=f"SELECT p.id, {EMBED_TEXT_SQL}" + passage_from + stale_passage,
+        lock="p",
+        insert=(
+            "INSERT INTO passage_embeddings (passage_id, space, embedding, content_sha256)"
+            " VALUES (%s, %s, %s, %s)" + upsert_passage
+        ),
+        params=params,
+        progress=progress,
+    )
+    report.passages = conn.execute(
+        f"SELECT count(*) FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
+        f" WHERE {_WINDOW}",
+        params,
+    ).fetchone()[0]  # type: ignore[index]
+    report.serving_space, report.space_coverage = promote_if_complete(conn, space)
     return report
 
 
+def _embed_claimed(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    *,
+    what: str,
+    select: str,
+    lock: str,
+    insert: str,
+    params: dict[str, object],
+    progress: Callable[[str], None] | None,
+) -> int:
+    """Embed stale rows batch by batch, each batch claimed under row locks for its transaction.
+
+    `select` returns (id, text) of the stale rows; rows locked by another run are skipped and
+    the staleness test runs again for every batch, so nothing is embedded twice.
+    """
+    todo = conn.execute(f"SELECT count(*) FROM ({select}) s", params).fetchone()[0]  # type: ignore[index]
+    done = 0
+    while True:
+        with conn.transaction():
+            rows = conn.execute(
+                f"{select} ORDER BY 1 LIMIT %(batch)s FOR UPDATE OF {lock} SKIP LOCKED",
+                {**params, "batch": EMBED_BATCH_SIZE},
+            ).fetchall()
+            if not rows:
+                break
+            vectors = embedder.embed([text for _, text in rows])
+            with conn.cursor() as cur:
+                cur.executemany(
+                    insert,
+                    [
+                        (row_id, embedder.space, vector, text_sha256(text))
+                        for (row_id, text), vector in zip(rows, vectors, strict=True)
+                    ],
+                )
+        done += len(rows)
+        if progress:
+            progress(f"embedded {done}/{todo} {what} in {embedder.space}")
+    return done
+
+
 def days_missing_vectors(conn: psycopg.Connection, space: str) -> set[date]:
-    """Partition days holding a memory without a vector in `space`."""
+    """Partition days holding a memory without a vector in `space`, without passages, or with
+    a passage without a vector in `space`."""
     rows = conn.execute(
         "SELECT DISTINCT m.partition_day FROM memories m WHERE NOT EXISTS"
-        " (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = m.id AND e.space = %s)",
-        [space],
+        " (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = m.id AND e.space = %s)"
+        " OR NOT EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id)"
+        " OR EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id AND NOT EXISTS"
+        "   (SELECT 1 FROM passage_embeddings pe WHERE pe.passage_id = p.id AND pe.space = %s))",
+        [space, space],
     ).fetchall()
     return {r[0] for r in rows}
 
 
 def promote_if_complete(conn: psycopg.Connection, space: str) -> tuple[str | None, float]:
-    """Make `space` the serving space once every memory has a current vector in it."""
+    """Make `space` the serving space once every memory is complete in it: a vector of its own,
+    passages, and a vector for each passage (search ranks passages: half of them would be half
+    a space). Returns the serving space and the share of memories complete in `space`."""
     with conn.transaction():
         total, covered = conn.execute(
-            "SELECT count(*), count(e.memory_id) FROM memories m"
-            " LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.space = %s",
-            [space],
+            "SELECT count(*), count(*) FILTER (WHERE"
+            "   EXISTS (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = m.id"
+            "           AND e.space = %(space)s)"
+            "   AND EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id)"
+            "   AND NOT EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id"
+            "     AND NOT EXISTS (SELECT 1 FROM passage_embeddings pe WHERE pe.passage_id = p.id"
+            "                     AND pe.space = %(space)s)))"
+            " FROM memories m",
+            {"space": space},
         ).fetchone()  # type: ignore[misc]
         coverage = covered / total if total else 0.0
         if total and covered == total:

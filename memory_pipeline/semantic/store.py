@@ -87,6 +87,22 @@ def days_with_pending_passes(conn: psycopg.Connection) -> set[date]:
     return {r[0] for r in rows}
 
 
+def ready_revisions(
+    conn: psycopg.Connection, quiet_before: datetime
+) -> list[tuple[date, UUID, int]]:
+    """(partition day, task id, turn count) of every task a pass would process now: cursor
+    behind and quiet since `quiet_before`, the rule of `pending_revisions` over all days. The
+    semantic pass sensor requests their days as soon as the quiet period has elapsed."""
+    rows = conn.execute(
+        "SELECT t.partition_day, t.id, t.turn_count FROM captured_tasks t"
+        " LEFT JOIN semantic_cursors c ON c.task_id = t.id"
+        " WHERE coalesce(c.last_ordinal, -1) < t.turn_count - 1"
+        " AND t.last_turn_appended_at <= %s ORDER BY t.partition_day, t.id",
+        [quiet_before],
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
 def claim(conn: psycopg.Connection, task: TaskRevision) -> bool:
     """Lock the task for storing a pass, if its cursor is still where the pass started.
 

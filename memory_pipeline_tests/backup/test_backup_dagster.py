@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import psycopg
 import pytest
 
 from memory_pipeline.backup.config import BackupConfig
@@ -18,10 +19,12 @@ from memory_pipeline.backup.layout import DUMP_NAME, list_backups
 from memory_pipeline.backup.operations import load_restore_key
 from memory_pipeline.backup.resource import BackupResource
 from memory_pipeline.definitions import defs
+from memory_pipeline.orchestrate import _failure_line
 from memory_pipeline.resources import DatabaseResource
 from memory_pipeline.settings import Settings
 from memory_pipeline_tests.backup.conftest import Seeded, databases_like, flip_byte
 from memory_pipeline_tests.conftest import drop_database
+from memory_pipeline_tests.support.memories import add_memory
 
 DAY = "2026-03-19"
 
@@ -83,6 +86,9 @@ def test_asset_materializes_and_its_restore_check_passes_then_fails_on_corruptio
         assert not check.passed
         assert "failed authentication" in (check.description or "")
         assert not result.success  # blocking: `memory-pipeline run` stops on it
+        # ... and says why, not just "Steps failed" (issue 13, finding 2).
+        assert "backup_restores: " in _failure_line("backup_job", result)
+        assert "failed authentication" in _failure_line("backup_job", result)
         assert [i.status for i in list_backups(backup_config.backup_dir, key)] == ["verify failed"]
     assert databases_like(admin_url, "%\\_verify\\_%") == []
 
@@ -172,9 +178,17 @@ def test_cli_backup_now_list_verify_restore(
     try:
         first = run("restore", backup_id, "--to", target)
         assert first.returncode == 0, first.stderr
+        # The backup holds an empty schema: restoring over that again needs no --force ...
+        again = run("restore", backup_id, "--to", target)
+        assert again.returncode == 0, again.stderr
+        # ... but once the target holds a memory, it does.
+        with psycopg.connect(admin_url.replace("/postgres?", f"/{target}?"), autocommit=True) as c:
+            add_memory(c, "Kept", "A memory a restore must not silently replace.")
         refused = run("restore", backup_id, "--to", target)
         assert refused.returncode == 2
-        assert f"error: database {target} is not empty; pass --force" in refused.stderr
+        assert f"error: database {target} is not empty (table memories has rows); pass --force" in (
+            refused.stderr
+        )
         forced = run("restore", backup_id, "--to", target, "--force")
         assert forced.returncode == 0, forced.stderr
     finally:

@@ -45,7 +45,7 @@ from memory_pipeline_tests.backup.conftest import (
     flip_byte,
     snapshot,
 )
-from memory_pipeline_tests.conftest import drop_database
+from memory_pipeline_tests.conftest import create_database, drop_database
 
 
 def test_round_trip_backup_wipe_restore_gives_identical_content(
@@ -140,7 +140,7 @@ def test_restore_refuses_a_non_empty_database_without_force(
         )
     changed = snapshot(db_url)
 
-    with pytest.raises(RestoreError, match="is not empty; pass --force"):
+    with pytest.raises(RestoreError, match=r"is not empty \(table \w+ has rows\); pass --force"):
         restore_backup(backup_config, admin_url, run.backup.backup_id, dbname(db_url))
     assert snapshot(db_url) == changed  # untouched
 
@@ -158,6 +158,30 @@ def test_restore_refuses_a_non_empty_database_without_force(
     finally:
         drop_database(admin_url, empty)
     assert databases_like(admin_url, "%\\_restore\\_%") == []
+
+
+def test_restore_into_an_empty_migrated_schema_needs_no_force(
+    backup_config: BackupConfig, seeded: Seeded, db_url: str, admin_url: str, template_db: str
+) -> None:
+    # What a fresh machine holds once `memory-pipeline ui` or `run` started there: the schema,
+    # migrated, with no data. The README sends the user to restore into exactly that.
+    before = snapshot(db_url)
+    run = run_backup(backup_config, db_url)
+    fresh = create_database(admin_url, template=template_db)
+    try:
+        restore_backup(backup_config, admin_url, run.backup.backup_id, fresh)
+        assert snapshot(make_conninfo(db_url, dbname=fresh)) == before
+    finally:
+        drop_database(admin_url, fresh)
+    # A migrated schema with a table that is not ours is someone's database: refused.
+    other = create_database(admin_url, template=template_db)
+    try:
+        with psycopg.connect(make_conninfo(db_url, dbname=other), autocommit=True) as conn:
+            conn.execute("CREATE TABLE notes (body text)")
+        with pytest.raises(RestoreError, match=r"table public\.notes is not part of"):
+            restore_backup(backup_config, admin_url, run.backup.backup_id, other)
+    finally:
+        drop_database(admin_url, other)
 
 
 def test_tampered_dump_is_caught_by_the_authentication_tag(

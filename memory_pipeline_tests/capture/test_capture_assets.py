@@ -1,9 +1,9 @@
-"""Capture through Dagster: the partitioned asset, the sensor's cursor, backfills over ranges."""
+"""Capture through Dagster: the partitioned asset and backfills over ranges (the sensors and the
+catch-up: test_sensor.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -12,12 +12,11 @@ import dagster as dg
 import psycopg
 import pytest
 
-from memory_pipeline.capture.definitions import captured_tasks, transcript_sensor
+from memory_pipeline.capture.definitions import captured_tasks
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.capture.sources import demo_roots
 from memory_pipeline.jobs import RANGE_END_TAG, RANGE_START_TAG
-from memory_pipeline.resources import DatabaseResource, EmbeddingResource, SourcesResource
-from memory_pipeline.schedules import hourly_catch_up
+from memory_pipeline.resources import DatabaseResource, SourcesResource
 
 DEMO_CODEX = demo_roots().codex_home
 RENAMED = "01a0d354-3d86-72f0-bc4b-5657df927ed1"  # "perf spike" -> "logslice: reader performance"
@@ -135,34 +134,6 @@ def test_range_backfill_is_one_idempotent_run(db_url, conn, tmp_path, dagster_ho
     assert len(second.asset_materializations_for_node("captured_tasks")) == 12
 
 
-def test_sensor_requests_the_days_of_changed_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    home = codex_home(tmp_path, "01a0c2e9", RENAMED)  # 2026-09-21 and 2026-09-24
-    src = sources(home, tmp_path)
-    with dg.instance_for_test() as instance:
-        first = transcript_sensor(
-            dg.build_sensor_context(instance=instance, resources={"sources": src})
-        )
-        (request,) = first.run_requests
-        assert request.tags[RANGE_START_TAG] == "2026-09-21"
-        assert request.tags[RANGE_END_TAG] == "2026-09-24"
-        cursor = first.cursor
-        quiet = transcript_sensor(
-            dg.build_sensor_context(instance=instance, cursor=cursor, resources={"sources": src})
-        )
-        assert not quiet.run_requests and quiet.skip_reason is not None
-        grown = next(home.glob(f"sessions/**/*{RENAMED}.jsonl"))
-        stat = grown.stat()
-        os.utime(grown, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
-        third = transcript_sensor(
-            dg.build_sensor_context(
-                instance=instance, cursor=quiet.cursor, resources={"sources": src}
-            )
-        )
-        (request,) = third.run_requests
-        assert request.partition_key == "2026-09-24"
-        assert json.loads(third.cursor)["mtime_ns"] > json.loads(cursor)["mtime_ns"]
-
-
 @pytest.mark.parametrize("day", ["2019-12-31"])
 def test_days_before_the_first_partition_are_not_requested(tmp_path, day) -> None:  # type: ignore[no-untyped-def]
     from memory_pipeline.capture.changes import partition_days
@@ -180,57 +151,84 @@ def test_delegated_tasks_are_reported_in_the_run(db_url, conn, tmp_path) -> None
     assert row[0] == "codex:exec" and row[1] == "delegated" and row[2]
 
 
-def test_sensor_requests_the_day_of_a_renamed_thread(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    home = codex_home(tmp_path, "01a0c2e9", RENAMED)
-    src = sources(home, tmp_path)
-    with dg.instance_for_test() as instance:
-        first = transcript_sensor(
-            dg.build_sensor_context(instance=instance, resources={"sources": src})
-        )
-        # A rename touches only session_index.jsonl, never the rollout.
-        now = datetime.now(UTC).isoformat()
-        entry = {"id": RENAMED, "thread_name": "reader perf", "updated_at": now}
-        (home / "session_index.jsonl").write_text(json.dumps(entry) + "\n")
-        renamed = transcript_sensor(
-            dg.build_sensor_context(
-                instance=instance, cursor=first.cursor, resources={"sources": src}
-            )
-        )
-        (request,) = renamed.run_requests
-        assert request.partition_key == "2026-09-24"
-        again = transcript_sensor(
-            dg.build_sensor_context(
-                instance=instance, cursor=renamed.cursor, resources={"sources": src}
-            )
-        )
-        assert not again.run_requests
+def test_an_unanswered_import_is_captured_once_quiet_then_its_answer_beside_it(
+    conn, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    from memory_pipeline.capture.chat_import import ChatImportConnector
+    from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
+    from memory_pipeline.semantic.process import process_window
+
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    export = imports / "chat.jsonl"
+
+    def say(role: str, text: str, ts: str) -> None:
+        line = {"task_id": "c1", "role": role, "text": text, "timestamp": ts, "message_id": ts}
+        with export.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+
+    say("user", "Which WAL level does logical replication need?", "2026-09-23T19:00:00Z")
+    say("assistant", "wal_level = logical, then restart the server.", "2026-09-23T19:00:20Z")
+    say("user", "And how many replication slots should the standby keep?", "2026-09-23T19:05:00Z")
+    asked_at = datetime(2026, 9, 23, 19, 5, tzinfo=UTC)
+    day, next_day = date(2026, 9, 23), date(2026, 9, 24)
+
+    def capture_at(moment: datetime):  # type: ignore[no-untyped-def]
+        chat = ChatImportConnector(imports, quiet_after=timedelta(minutes=30), now=lambda: moment)
+        return capture_window(conn, [chat], day, next_day)
+
+    def rows() -> list[tuple]:
+        return conn.execute(
+            "SELECT ordinal, outcome, unanswered, continues_ordinal FROM agent_turns"
+            " ORDER BY ordinal"
+        ).fetchall()
+
+    def captured_size() -> int | None:
+        return conn.execute("SELECT captured_size FROM source_files").fetchone()[0]
+
+    # Before the quiet period: the question waits, and the file is not marked captured, so the
+    # hourly catch-up comes back to it without any change to the file.
+    before = capture_at(asked_at + timedelta(minutes=29))
+    assert (before.turns_appended, before.unfinished_turns_waiting) == (1, 1)
+    assert [r[2] for r in rows()] == [False] and captured_size() is None
+    # After it: the question is a turn of its own, marked, and the file is captured.
+    after = capture_at(asked_at + timedelta(minutes=30))
+    assert (after.turns_appended, after.unanswered_turns) == (1, 1)
+    assert rows()[1] == (1, "", True, None)
+    assert captured_size() == export.stat().st_size
+    # The semantic pass runs over it like any turn: the question is searchable on its own.
+    process_window(conn, OfflineRulesBackend(), day, next_day, quiet_minutes=0)
+    question = conn.execute(
+        "SELECT count(*) FROM memory_provenance p JOIN agent_turns a ON a.id = p.turn_id"
+        " WHERE a.unanswered"
+    ).fetchone()
+    assert question == (1,)
+    # The answer arrives later: the stored question stays, the answered turn is appended.
+    say("assistant", "Keep one slot per subscriber; drop unused ones.", "2026-09-24T08:00:00Z")
+    answered = capture_at(datetime(2026, 9, 24, 9, 0, tzinfo=UTC))
+    assert (answered.turns_appended, answered.answers_to_unanswered) == (1, 1)
+    assert answered.drift_ignored == 0
+    assert rows()[1:] == [(1, "", True, None), (2, rows()[2][1], False, 1)]
+    assert rows()[2][1] == "Keep one slot per subscriber; drop unused ones."
+    again = capture_at(datetime(2026, 9, 25, tzinfo=UTC))
+    assert (again.turns_appended, again.drift_ignored) == (0, 0)
+    process_window(conn, OfflineRulesBackend(), day, next_day, quiet_minutes=0)
+    answer_prompt = conn.execute(
+        "SELECT a.prompt FROM memory_provenance p JOIN agent_turns a ON a.id = p.turn_id"
+        " WHERE a.ordinal = 2"
+    ).fetchone()
+    assert answer_prompt == ("And how many replication slots should the standby keep?",)
 
 
-def test_hourly_catch_up_requests_what_the_sensor_missed(db_url, conn, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    home = codex_home(tmp_path, "01a0c2e9", RENAMED)
-    src = sources(home, tmp_path)
-    resources = {
-        "db": DatabaseResource(url=db_url),
-        "sources": src,
-        "embedding": EmbeddingResource(space="local:all-minilm-l6-v2:384", ollama_host="x"),
-    }
-    tick = datetime(2026, 11, 30, 12, 7, tzinfo=UTC)
+def test_the_quiet_setting_reaches_the_chat_import(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from datetime import timedelta
 
-    def catch_up() -> dg.RunRequest | dg.SkipReason:
-        return hourly_catch_up(
-            dg.build_schedule_context(scheduled_execution_time=tick, resources=resources)
-        )
+    from memory_pipeline.settings import Settings
 
-    never_captured = catch_up()
-    assert never_captured.tags[RANGE_START_TAG] == "2026-09-21"  # type: ignore[union-attr]
-    capture_window(conn, src.connectors(), date(2026, 9, 21), date(2026, 9, 25))
-    # Captured but not yet through the semantic pass: the same days are still pending.
-    assert catch_up().tags[RANGE_END_TAG] == "2026-09-24"  # type: ignore[union-attr]
-    conn.execute(
-        "INSERT INTO semantic_cursors (task_id, last_ordinal)"
-        " SELECT id, turn_count - 1 FROM captured_tasks"
-    )
-    assert isinstance(catch_up(), dg.SkipReason)
-    grown = next(home.glob("sessions/**/*01a0c2e9*.jsonl"))
-    grown.write_text(grown.read_text() + "\n")
-    assert catch_up().partition_key == "2026-09-21"  # type: ignore[union-attr]
+    monkeypatch.setenv("MEMORY_SEMANTIC_QUIET_MINUTES", "7")
+    monkeypatch.setenv("MEMORY_SOURCES", "real")
+    resource = SourcesResource.from_settings(Settings.from_env())
+    chat = resource.connectors()[2]
+    assert chat.source == "chat_import" and chat.quiet_after == timedelta(minutes=7)  # type: ignore[attr-defined]

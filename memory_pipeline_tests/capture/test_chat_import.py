@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+import os
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from memory_pipeline.capture.chat_import import ChatImportConnector
+from memory_pipeline.tuning import SEMANTIC_QUIET_MINUTES
 
 
 def _write(path: Path, lines: list[dict | str]) -> Path:
@@ -190,12 +192,16 @@ def test_unfinished_last_turn(tmp_path: Path) -> None:
             _msg("u", "still waiting", "2026-09-01T10:01:00Z", role="user"),
         ],
     )
-    [task] = ChatImportConnector(tmp_path).parse(path).tasks
+    # Five minutes later the conversation is not quiet yet: the last prompt waits.
+    soon = ChatImportConnector(tmp_path, now=lambda: datetime(2026, 9, 1, 10, 6, tzinfo=UTC))
+    [task] = soon.parse(path).tasks
     assert task.unfinished_turn is True
     assert [t.prompt for t in task.turns] == ["first"]
+    quiet = timedelta(minutes=SEMANTIC_QUIET_MINUTES)
+    assert task.settles_at == datetime(2026, 9, 1, 10, 1, tzinfo=UTC) + quiet
 
     _write(tmp_path / "only.jsonl", [_msg("o", "hello?", "2026-09-01T10:00:00Z", role="user")])
-    [lonely] = ChatImportConnector(tmp_path).parse(tmp_path / "only.jsonl").tasks
+    [lonely] = soon.parse(tmp_path / "only.jsonl").tasks
     assert lonely.turns == [] and lonely.unfinished_turn is True
 
 
@@ -339,3 +345,121 @@ def test_empty_and_unreadable_files(tmp_path: Path) -> None:
     assert connector.task_days(empty) == set()
     missing = connector.parse(tmp_path / "gone.jsonl")
     assert [i.reason for i in missing.issues] == ["unreadable"]
+
+
+def test_out_of_range_timestamps_are_bad_lines_and_never_raise(tmp_path: Path) -> None:
+    """Year 1 with a positive offset and year 9999 with a negative one parse as ISO 8601 but
+    overflow when converted to UTC; `task_days` (called by the sensor and `memory-pipeline run`
+    before any job) and `parse` must turn them into bad lines, not an OverflowError (issue 10)."""
+    deep = '{"task_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path = _write(
+        tmp_path / "edges.jsonl",
+        [
+            _msg("e", "from year one", "0001-01-01T00:00:00+01:00", role="user"),  # 1
+            deep,  # 2
+            _msg("e", "from the far future", "9999-12-31T23:59:59-14:00", role="user"),  # 3
+            _msg("e", "the real question", "2026-09-01T10:00:00Z", role="user"),  # 4
+            _msg("e", "the real answer", "2026-09-01T10:00:05Z", role="assistant"),  # 5
+        ],
+    )
+    connector = ChatImportConnector(tmp_path)
+    assert connector.task_days(path) == {date(2026, 9, 1)}
+    result = connector.parse(path)
+    assert [(i.line, i.reason) for i in result.issues] == [
+        (1, "bad_timestamp"),
+        (2, "too_deep"),
+        (3, "bad_timestamp"),
+    ]
+    [task] = result.tasks
+    assert [(t.prompt, t.outcome) for t in task.turns] == [("the real question", "the real answer")]
+
+
+def test_a_bom_before_the_first_line_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    lines = [
+        _msg("b", "question", "2026-09-01T10:00:00Z", role="user"),
+        _msg("b", "answer", "2026-09-01T10:00:05Z", role="assistant"),
+    ]
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(m) + "\n" for m in lines).encode())
+    result = ChatImportConnector(tmp_path).parse(path)
+    assert result.issues == []
+    assert [(t.prompt, t.outcome) for t in result.tasks[0].turns] == [("question", "answer")]
+
+
+# -- the quiet rule: nothing said is left behind (issue 11) -----------------------------------
+
+QUIET = timedelta(minutes=30)
+LAST = datetime(2026, 9, 1, 10, 1, tzinfo=UTC)  # the unanswered message of the chats below
+
+
+def _at(moment: datetime) -> ChatImportConnector:
+    return ChatImportConnector(Path("/nonexistent"), quiet_after=QUIET, now=lambda: moment)
+
+
+def _waiting_chat(path: Path) -> Path:
+    return _write(
+        path,
+        [
+            _msg("q", "first", "2026-09-01T10:00:00Z", role="user", message_id="m1"),
+            _msg("q", "answer", "2026-09-01T10:00:05Z", role="assistant", message_id="m2"),
+            _msg("q", "still there?", "2026-09-01T10:00:30Z", role="user", message_id="m3"),
+            _msg("q", "hello?", LAST.isoformat(), role="user", message_id="m4"),
+        ],
+    )
+
+
+def test_an_unanswered_last_message_waits_until_the_conversation_is_quiet(
+    tmp_path: Path,
+) -> None:
+    path = _waiting_chat(tmp_path / "q.jsonl")
+    [task] = _at(LAST + QUIET - timedelta(seconds=1)).parse(path).tasks
+    assert task.unfinished_turn is True
+    assert [t.prompt for t in task.turns] == ["first"]
+
+
+def test_after_the_quiet_period_the_unanswered_message_is_a_marked_turn(tmp_path: Path) -> None:
+    path = _waiting_chat(tmp_path / "q.jsonl")
+    [task] = _at(LAST + QUIET).parse(path).tasks
+    assert task.unfinished_turn is False
+    first, last = task.turns
+    assert first.unanswered is False and first.outcome == "answer"
+    assert last.unanswered is True
+    assert (last.ordinal, last.prompt, last.outcome) == (1, "still there?\n\nhello?", "")
+    assert last.native_turn_id == "m3" and last.native_message_ids == ["m3", "m4"]
+    assert last.started_at == datetime(2026, 9, 1, 10, 0, 30, tzinfo=UTC)
+    assert last.completed_at is None
+
+
+def test_quiet_is_measured_from_the_last_message_time_not_the_file(tmp_path: Path) -> None:
+    """An export written today of a conversation that ended months ago is already quiet; a file
+    written long ago whose last message carries a time in the future is not."""
+    path = _waiting_chat(tmp_path / "q.jsonl")
+    os.utime(path, (0, 0))  # mtime 1970: must not matter
+    assert _at(LAST + QUIET).parse(path).tasks[0].turns[-1].unanswered
+    assert _at(LAST + QUIET / 2).parse(path).tasks[0].unfinished_turn
+
+
+def test_a_lone_question_becomes_a_turn_once_quiet(tmp_path: Path) -> None:
+    path = _write(tmp_path / "o.jsonl", [_msg("o", "anyone?", LAST.isoformat(), speaker="Mara")])
+    [task] = _at(LAST + QUIET).parse(path).tasks
+    [turn] = task.turns
+    assert (turn.prompt, turn.outcome, turn.unanswered) == ("anyone?", "", True)
+    assert turn.prompt_speaker == "Mara" and turn.outcome_speaker is None
+
+
+def test_after_the_answer_arrives_the_turn_is_complete(tmp_path: Path) -> None:
+    path = _waiting_chat(tmp_path / "q.jsonl")
+    with path.open("a") as fh:
+        fh.write(json.dumps(_msg("q", "yes!", "2026-09-01T12:00:00Z", role="assistant")) + "\n")
+    [task] = _at(datetime(2026, 9, 2, tzinfo=UTC)).parse(path).tasks
+    assert [(t.prompt, t.outcome, t.unanswered) for t in task.turns] == [
+        ("first", "answer", False),
+        ("still there?\n\nhello?", "yes!", False),
+    ]
+
+
+def test_the_quiet_rule_can_be_turned_off(tmp_path: Path) -> None:
+    path = _waiting_chat(tmp_path / "q.jsonl")
+    connector = ChatImportConnector(tmp_path, quiet_after=None)
+    [task] = connector.parse(path).tasks
+    assert task.unfinished_turn is True and len(task.turns) == 1

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from memory_pipeline.capture import claude_code as claude_code_module
 from memory_pipeline.capture.claude_code import ClaudeCodeConnector
+from memory_pipeline.capture.claude_code import load as claude_code_load
 from memory_pipeline.capture.models import ParsedTask, ParseResult
 
 DATA = Path(__file__).parent / "data" / "claude"
@@ -354,14 +354,14 @@ def test_task_days_reads_only_to_the_first_threaded_record(
     t.turn("first", "answer", 1)
     path = t.write(project(home))
     consumed: list[int] = []
-    real_iter = claude_code_module.iter_jsonl
+    real_iter = claude_code_load.iter_jsonl
 
     def counting(path: Path, read: Any) -> Any:
         for line_no, obj in real_iter(path, read):
             consumed.append(line_no)
             yield line_no, obj
 
-    monkeypatch.setattr(claude_code_module, "iter_jsonl", counting)
+    monkeypatch.setattr(claude_code_load, "iter_jsonl", counting)
     assert connector(home).task_days(path) == {date(2026, 9, 1)}
     assert consumed == [1, 2]  # the sidecar and the first prompt, nothing after
     empty = project(home) / "empty.jsonl"
@@ -1040,4 +1040,7 @@ def test_odd_shapes_never_raise(home: Path) -> None:
     task = only_task(result)
     assert [x.prompt for x in task.turns] == ["real"]
     assert "parser_error" not in issue_reasons(result)
-    assert set(issue_reasons(result)) == {"missing_uuid", "unknown_record"}
+    assert set(issue_reasons(result)) == {"missing_uuid", "unknown_record", "bad_record"}
+    # The two prompts of the wrong shape and the assistant message that is a string, by line.
+    bad = [i.line for i in result.issues if i.reason == "bad_record"]
+    assert bad == [1, 2, 3]

@@ -99,3 +99,32 @@ def test_empty_unreadable_and_missing_files(tmp_path: Path) -> None:
     ):
         records, read = read_all(path)
         assert records == [] and [i.reason for i in read.issues] == [reason]
+
+
+def test_a_line_nested_too_deep_is_a_recorded_skip(tmp_path: Path) -> None:
+    """json.loads raises RecursionError (not a JSONDecodeError) on 100,000 nested arrays: it
+    must cost that line only, never the file or the run (issue 10)."""
+    path = tmp_path / "deep.jsonl"
+    deep = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    path.write_bytes(b'{"a": 1}\n' + deep + b'\n{"a": 2}\n')
+    records, read = read_all(path)
+    assert [r for _, r in records] == [{"a": 1}, {"a": 2}]
+    assert [(i.line, i.reason) for i in read.issues] == [(2, "too_deep")]
+
+
+def test_a_utf8_bom_is_tolerated(tmp_path: Path) -> None:
+    """Editors and Windows tools put a BOM before the first line (or before a line they
+    appended): the record behind it is still read."""
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n{"a": 2}\n\xef\xbb\xbf{"a": 3}\n')
+    records, read = read_all(path)
+    assert [r for _, r in records] == [{"a": 1}, {"a": 2}, {"a": 3}] and not read.issues
+
+
+def test_a_number_too_long_to_convert_is_an_invalid_line(tmp_path: Path) -> None:
+    """json.loads raises a plain ValueError (not JSONDecodeError) past 4,300 digits."""
+    path = tmp_path / "digits.jsonl"
+    path.write_text('{"a": 1}\n{"n": ' + "9" * 5000 + '}\n{"a": 2}\n')
+    records, read = read_all(path)
+    assert [r for _, r in records] == [{"a": 1}, {"a": 2}]
+    assert [(i.line, i.reason) for i in read.issues] == [(2, "invalid_json")]

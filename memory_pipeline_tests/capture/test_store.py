@@ -219,3 +219,181 @@ def test_credentials_in_native_context_are_redacted(conn: psycopg.Connection) ->
     capture(conn, task([turn(0)], native_context=ctx))
     stored = conn.execute("SELECT native_context FROM captured_tasks").fetchone()[0]
     assert "ghp_" not in str(stored) and "github.com/me/x" in stored["git"]["repository_url"]
+
+
+# -- storable text (issue 10) -------------------------------------------------------------------
+
+
+def test_nul_and_lone_surrogates_are_replaced_and_counted_before_storage(
+    conn: psycopg.Connection,
+) -> None:
+    """PostgreSQL refuses NUL in text and `\\u0000` in jsonb, and a lone surrogate cannot be
+    encoded at all: every text we write is made storable (U+FFFD) instead of failing the run."""
+    bad = ParsedTurn(
+        ordinal=0,
+        native_turn_id="turn\x00-0",
+        prompt="why does\x00 the parser \ud800 fail?",
+        outcome="because of \udfff and \x00",
+        native_message_ids=["m\x001", "m2"],
+        prompt_speaker="Ma\ud800ra",
+        outcome_speaker="bot\x00",
+        started_at=T0,
+    )
+    report = capture(
+        conn,
+        task(
+            [bad],
+            native_id="019a\x00-thread\ud800",
+            title=TaskTitle(text="Title\x00 with \ud800", source="chat_import:title"),
+            native_context={"cwd": "/home/me/\x00x", "k\x00ey": ["\ud800", 1, None, 2.5]},
+            ownership=OwnershipVerdict(
+                ownership="user_owned", reason="codex:interactive-cli", evidence={"e": "\x00"}
+            ),
+            source_path="/x/roll\udcffout.jsonl",
+        ),
+    )
+    assert report.tasks_captured == 1 and report.turns_appended == 1
+    # 8 in the turn, 9 in the task (one per escaped byte of the path)
+    assert report.unstorable_chars_replaced == 17
+    assert report.metadata()["unstorable_chars_replaced"] == 17
+    row = conn.execute(
+        "SELECT native_id, title, native_context, ownership_evidence, source_path"
+        " FROM captured_tasks"
+    ).fetchone()
+    assert row == (
+        "019a\ufffd-thread\ufffd",
+        "Title\ufffd with \ufffd",
+        {"cwd": "/home/me/\ufffdx", "k\ufffdey": ["\ufffd", 1, None, 2.5]},
+        {"e": "\ufffd"},
+        "/x/roll\\xffout.jsonl",
+    )
+    turn_row = conn.execute(
+        "SELECT native_turn_id, prompt, outcome, native_message_ids, prompt_speaker,"
+        " outcome_speaker FROM agent_turns"
+    ).fetchone()
+    assert turn_row == (
+        "turn\ufffd-0",
+        "why does\ufffd the parser \ufffd fail?",
+        "because of \ufffd and \ufffd",
+        ["m\ufffd1", "m2"],
+        "Ma\ufffdra",
+        "bot\ufffd",
+    )
+    again = capture(conn, task([bad], native_id="019a\x00-thread\ud800"))
+    assert (again.tasks_captured, again.turns_appended, again.drift_ignored) == (0, 0, 0)
+    assert again.unstorable_chars_replaced == 0  # counted when written, not on every run
+
+
+def test_file_issues_with_unstorable_text_are_recorded(conn: psycopg.Connection) -> None:
+    report = CaptureReport()
+    issue = ParseIssue(path="/x/\udcff.jsonl", line=3, reason="bad_field", detail="a\x00b\ud800")
+    with conn.transaction():
+        record_file_issue(conn, "chat_import", issue, report)
+    assert conn.execute("SELECT path, detail FROM capture_skips").fetchone() == (
+        "/x/\\xff.jsonl",
+        "a\ufffdb\ufffd",
+    )
+
+
+# -- unanswered turns (issue 11): stored once quiet, the answer appended next to them ---------
+
+
+def asked(i: int, prompt: str, native_id: str | None = "q") -> ParsedTurn:
+    return ParsedTurn(
+        ordinal=i,
+        native_turn_id=native_id,
+        prompt=prompt,
+        outcome="",
+        unanswered=True,
+        started_at=T0 + timedelta(minutes=10 * i),
+    )
+
+
+def answered(i: int, prompt: str, outcome: str, native_id: str | None = "q") -> ParsedTurn:
+    return ParsedTurn(
+        ordinal=i,
+        native_turn_id=native_id,
+        prompt=prompt,
+        outcome=outcome,
+        started_at=T0 + timedelta(minutes=10 * i),
+        completed_at=T0 + timedelta(minutes=10 * i + 90),
+    )
+
+
+def turn_rows(conn: psycopg.Connection) -> list[tuple]:
+    return conn.execute(
+        "SELECT ordinal, prompt, outcome, unanswered, continues_ordinal FROM agent_turns"
+        " ORDER BY ordinal"
+    ).fetchall()
+
+
+def test_an_unanswered_turn_is_stored_marked_and_its_late_answer_appended_beside_it(
+    conn: psycopg.Connection,
+) -> None:
+    first = capture(conn, task([turn(0), asked(1, "anyone?")], source="chat_import"))
+    assert first.turns_appended == 2
+    stored = turn_rows(conn)
+    assert stored == [(0, "prompt 0", "outcome 0", False, None), (1, "anyone?", "", True, None)]
+    # The answer arrives: the stored turn stays as it is, the complete turn is appended and
+    # says which turn it answers. Nothing counts as drift.
+    late = capture(conn, task([turn(0), answered(1, "anyone?", "yes")], source="chat_import"))
+    assert (late.turns_appended, late.drift_ignored) == (1, 0)
+    assert turn_rows(conn) == [*stored, (2, "anyone?", "yes", False, 1)]
+    row = conn.execute("SELECT turn_count, last_turn_appended_at FROM captured_tasks").fetchone()
+    assert row == (3, T0 + timedelta(minutes=100))
+    # Re-running changes nothing; the next turn appends after the answer.
+    again = capture(conn, task([turn(0), answered(1, "anyone?", "yes")], source="chat_import"))
+    assert (again.turns_appended, again.drift_ignored) == (0, 0)
+    grown = capture(
+        conn,
+        task([turn(0), answered(1, "anyone?", "yes"), turn(2)], source="chat_import"),
+    )
+    assert (grown.turns_appended, grown.drift_ignored) == (1, 0)
+    assert turn_rows(conn)[3] == (3, "prompt 2", "outcome 2", False, None)
+
+
+def test_a_still_unanswered_turn_is_not_stored_twice(conn: psycopg.Connection) -> None:
+    capture(conn, task([turn(0), asked(1, "anyone?")], source="chat_import"))
+    again = capture(conn, task([turn(0), asked(1, "anyone?")], source="chat_import"))
+    assert (again.turns_appended, again.drift_ignored) == (0, 0)
+    # More prompt-side messages, not quiet yet: the connector returns only turn 0 for now.
+    waiting = capture(conn, task([turn(0)], source="chat_import", unfinished_turn=True))
+    assert (waiting.turns_appended, waiting.drift_ignored) == (0, 0)
+    assert len(turn_rows(conn)) == 2
+
+
+def test_a_question_extended_then_answered_is_appended_each_time(
+    conn: psycopg.Connection,
+) -> None:
+    """Without message ids the question is recognised by its prompt: the new prompt starts with
+    the stored one (more messages were added to the prompt side)."""
+    capture(conn, task([asked(0, "anyone?", native_id=None)], source="chat_import"))
+    more = capture(
+        conn, task([asked(0, "anyone?\n\nhello?", native_id=None)], source="chat_import")
+    )
+    assert (more.turns_appended, more.drift_ignored) == (1, 0)
+    done = capture(
+        conn,
+        task([answered(0, "anyone?\n\nhello?", "here", native_id=None)], source="chat_import"),
+    )
+    assert (done.turns_appended, done.drift_ignored) == (1, 0)
+    assert turn_rows(conn) == [
+        (0, "anyone?", "", True, None),
+        (1, "anyone?\n\nhello?", "", True, 0),
+        (2, "anyone?\n\nhello?", "here", False, 1),
+    ]
+    again = capture(
+        conn,
+        task([answered(0, "anyone?\n\nhello?", "here", native_id=None)], source="chat_import"),
+    )
+    assert (again.turns_appended, again.drift_ignored) == (0, 0)
+
+
+def test_a_different_turn_in_place_of_an_unanswered_one_is_drift(
+    conn: psycopg.Connection,
+) -> None:
+    capture(conn, task([asked(0, "anyone?", native_id=None)], source="chat_import"))
+    report = capture(
+        conn, task([answered(0, "something else", "x", native_id=None)], source="chat_import")
+    )
+    assert (report.turns_appended, report.drift_ignored) == (0, 1)

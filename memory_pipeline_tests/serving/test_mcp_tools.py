@@ -12,7 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 
 import anyio
 import psycopg
@@ -20,21 +20,23 @@ import pytest
 from mcp import Client
 
 from memory_pipeline.embedding.minilm import get_minilm
+from memory_pipeline.embedding.passages import sync_passages
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
+from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import (
     NOW,
     add_memory,
     add_task,
-    add_vector,
     link,
-    set_serving,
 )
+from memory_pipeline_tests.support.segments import add_segment
 from serving import browse
 from serving import rerank_weights as W
 from serving.mcp_server import ReaderPool, build_server
 from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
+ALL_DAYS = (date(2026, 1, 1), date(2027, 1, 1))
 
 TOOLS = {
     "memory_search",
@@ -77,11 +79,13 @@ async def client(server) -> AsyncIterator[Client]:  # type: ignore[no-untyped-de
 
 
 def embed_all(conn: psycopg.Connection) -> None:
-    rows = conn.execute("SELECT id, title, content FROM memories").fetchall()
-    vectors = get_minilm().embed([f"{t}\n{c}" for _, t, c in rows])
-    for (mid, _, _), vec in zip(rows, vectors, strict=True):
-        add_vector(conn, str(mid), LOCAL_SPACE, vec)
-    set_serving(conn, LOCAL_SPACE)
+    """What the embedding asset does: passages, their full-text entries and vectors."""
+    embed_window(conn, get_minilm(), *ALL_DAYS)
+
+
+def passages_only(conn: psycopg.Connection) -> None:
+    """Passages and their full-text entries without vectors (keyword search only)."""
+    sync_passages(conn, get_minilm(), *ALL_DAYS)
 
 
 def text_of(result) -> str:  # type: ignore[no-untyped-def]
@@ -160,6 +164,7 @@ def seeded(conn: psycopg.Connection) -> dict[str, str]:
     conn.execute(rel, [ids["far"], ids["decision"], "extends", None, None])
     conn.execute(rel, [ids["correction"], ids["far"], "related_to", None, None])
     conn.execute(rel, [ids["other"], ids["decision"], "contradicts", "old", NOW])
+    passages_only(conn)
     return ids
 
 
@@ -450,7 +455,8 @@ async def test_database_errors_never_leak_dsn_or_sql(
     pool.close()
     assert r.is_error is True
     text = text_of(r)
-    assert "the memory database is unavailable" in text
+    # Permanent, so not "try again later": it says what to run.
+    assert "the memory database cannot be used" in text and "memory-pipeline run" in text
     assert "no_such_db_x" not in text and "postgresql" not in text and "memory_reader" not in text
 
     # Anything unexpected: the SDK's generic message only.
@@ -509,6 +515,7 @@ async def test_memory_text_is_cleaned_and_stays_inside_its_delimiter(conn, clien
         tags=["x\u202etag"],
     )
     add_memory(conn, "Deploy other", "deploy notes for the other service")
+    passages_only(conn)
     outputs = [
         await client.call_tool("memory_search", {"query": "deploy notes"}),
         await client.call_tool("memory_read", {"memory_id": mid}),
@@ -539,6 +546,7 @@ async def test_memory_text_is_cleaned_and_stays_inside_its_delimiter(conn, clien
 async def test_search_caps_result_text(conn, client) -> None:  # type: ignore[no-untyped-def]
     for i in range(30):
         add_memory(conn, f"Huge deploy log {i}", f"deploy log line {i} " + "word " * 5_000)
+    passages_only(conn)
     r = await client.call_tool("memory_search", {"query": "huge deploy log", "limit": 30})
     assert r.is_error is False
     data = r.structured_content
@@ -561,3 +569,30 @@ async def test_concurrent_calls_share_the_pool(seeded, client) -> None:  # type:
         for i in range(12):
             tg.start_soon(call, i)
     assert errors == [False] * 12
+
+
+async def test_search_and_context_return_the_same_excerpts(conn, client) -> None:  # type: ignore[no-untyped-def]
+    head = ("Which tomatoes for the balcony?", "Cherry tomatoes in big pots.")
+    match = (
+        "When does kestrel copy its snapshots offsite?",
+        "Every night at 02:00 over WireGuard.",
+    )
+    segment, _ = add_segment(
+        conn, [head, ("Is the router fan loud?", "Yes, replace it."), match], native_id="chat-lab"
+    )
+    embed_all(conn)
+    query = "what time are the kestrel snapshots copied offsite"
+    s = await client.call_tool("memory_search", {"query": query})
+    assert s.is_error is False
+    (hit,) = [h for h in s.structured_content["results"] if not h["temporal_context"]]
+    best = hit["passages"][0]
+    assert hit["id"] == segment and best["text"] == f"Mara: {match[0]}\nJonas: {match[1]}"
+    assert [(t["ordinal"], t["native_message_ids"]) for t in best["turns"]] == [
+        (2, ["chat-lab-m4", "chat-lab-m5"])
+    ]
+    (block,) = blocks(text_of(s))
+    assert "[turn 2]\n" + best["text"] in block and head[1] not in block  # the match, not the head
+    c = await client.call_tool("memory_context", {"task": query, "token_budget": 2000})
+    (item,) = c.structured_content["items"]
+    assert best["text"] in [e["text"] for e in item["excerpts"]]
+    assert best["text"] in text_of(c)

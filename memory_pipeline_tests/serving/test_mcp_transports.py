@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator, Iterator
+from datetime import date
 from pathlib import Path
 
 import httpx2
@@ -15,6 +16,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from memory_pipeline.embedding.minilm import get_minilm
+from memory_pipeline.embedding.passages import sync_passages
 from memory_pipeline.errors import UserError
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline_tests.support.memories import add_memory
@@ -52,7 +55,10 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def memory_id(conn: psycopg.Connection) -> str:
-    return add_memory(conn, "Stdio works", "The memory server answers over stdio and HTTP.")
+    mid = add_memory(conn, "Stdio works", "The memory server answers over stdio and HTTP.")
+    # Its passage, as the embedding asset cuts it (keyword search needs no vectors).
+    sync_passages(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
+    return mid
 
 
 @pytest.fixture

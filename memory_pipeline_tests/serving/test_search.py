@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import date, timedelta
 
 import numpy as np
 import psycopg
@@ -12,14 +12,13 @@ import pytest
 from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
+from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.reinforcement.fold import fold_retrievals
 from memory_pipeline_tests.support.memories import (
     NOW,
     add_memory,
     add_task,
-    add_vector,
     link,
-    set_serving,
 )
 from serving.context_pack import context
 from serving.models import SearchFilters
@@ -42,11 +41,8 @@ def reader(reader_url: str) -> Iterator[psycopg.Connection]:
 
 
 def embed_all(conn: psycopg.Connection) -> None:
-    rows = conn.execute("SELECT id, title, content FROM memories").fetchall()
-    vectors = get_minilm().embed([f"{t}\n{c}" for _, t, c in rows])
-    for (mid, _, _), vec in zip(rows, vectors, strict=True):
-        add_vector(conn, str(mid), LOCAL_SPACE, vec)
-    set_serving(conn, LOCAL_SPACE)
+    """What the embedding asset does: passages, their full-text entries and vectors."""
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
 
 
 def ids(response) -> list[str]:  # type: ignore[no-untyped-def]
@@ -61,6 +57,7 @@ def run(reader: psycopg.Connection, embedder: QueryEmbedder, query: str, **kw): 
 def test_bm25_finds_any_query_term(conn, reader, embedder) -> None:  # type: ignore[no-untyped-def]
     wanted = add_memory(conn, "Flaky migration test", "The CI job hit a deadlock in migrations.")
     add_memory(conn, "Garden", "Tomatoes need sun.")
+    embed_all(conn)
     result = run(reader, embedder, "why was the migration deadlock happening", channels=("bm25",))
     assert ids(result) == [wanted]
     assert result.results[0].bm25_rank == 1 and result.results[0].vector_rank is None
@@ -78,12 +75,27 @@ def test_vector_channel_finds_a_paraphrase_without_shared_words(conn, reader, em
 
 def test_spaces_are_never_mixed(conn, reader, embedder) -> None:  # type: ignore[no-untyped-def]
     local = add_memory(conn, "Rate limits", "Throttle API callers to 100 requests per minute.")
-    other = add_memory(conn, "Quotas", "Quota enforcement for API requests.")
-    add_vector(conn, local, LOCAL_SPACE, get_minilm().embed(["Rate limits"])[0])
-    add_vector(conn, other, BGE, np.ones(1024, dtype=np.float32))
-    set_serving(conn, LOCAL_SPACE)
+    embed_all(conn)
+    other = add_memory(
+        conn, "Quotas", "Quota enforcement for API requests.", partition_day="2026-10-01"
+    )
+    # Its passages get vectors in bge-m3 only (the bge space stays incomplete, never served).
+    embed_window(conn, Bge(), date(2026, 10, 1), date(2026, 10, 2))
     result = run(reader, embedder, "throttle", channels=("vector",))
     assert ids(result) == [local]  # the bge-only memory is invisible to the MiniLM space
+    assert other not in ids(run(reader, embedder, "quota enforcement", channels=("vector",)))
+
+
+class Bge:
+    """A stand-in bge-m3 embedder (constant vectors): only the space and width matter here."""
+
+    space, dims, window_tokens = BGE, 1024, 8192
+
+    def count_tokens(self, texts):  # type: ignore[no-untyped-def]
+        return [len(t) // 3 + 1 for t in texts]
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        return np.ones((len(texts), 1024), dtype=np.float32) / 32
 
 
 def test_prefix_stability(conn, reader, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -98,6 +110,7 @@ def test_prefix_stability(conn, reader, embedder) -> None:  # type: ignore[no-un
 def test_exact_duplicates_collapse(conn, reader, embedder) -> None:  # type: ignore[no-untyped-def]
     a = add_memory(conn, "Redis dropped", "We dropped Redis for rate limits.")
     add_memory(conn, "Redis dropped (copy)", "We dropped Redis for rate limits.", depth_score=0.1)
+    embed_all(conn)
     result = run(reader, embedder, "dropped redis rate limits", channels=("bm25",))
     assert ids(result) == [a]
 
@@ -124,6 +137,7 @@ def test_soft_diversity_across_tasks(conn, reader, embedder) -> None:  # type: i
     weak = add_memory(
         conn, "Postgres vacuum", "Postgres autovacuum thresholds were too lazy.", depth_score=0.0
     )
+    embed_all(conn)
     result = ids(
         run(reader, embedder, "postgres tuning work_mem shared_buffers", channels=("bm25",))
     )
@@ -138,6 +152,7 @@ def test_temporal_neighbours_are_appended_and_marked(conn, reader, embedder) -> 
         conn, "Router", "Replaced the router fan.", created_at=NOW + timedelta(hours=5)
     )
     add_memory(conn, "Far", "Unrelated later work.", created_at=NOW + timedelta(days=3))
+    embed_all(conn)
     result = run(reader, embedder, "kernel upgrade", channels=("bm25",), temporal_context=True)
     assert [str(h.id) for h in result.results] == [top, near]
     assert [h.temporal_context for h in result.results] == [False, True]
@@ -167,6 +182,8 @@ def test_filters(conn, reader, embedder) -> None:  # type: ignore[no-untyped-def
     a = add_memory(conn, "Cache archived", "Archived cache note.", status="archived")
     q = "cache"
 
+    embed_all(conn)
+
     def found(**f: object) -> set[str]:
         return set(ids(run(reader, embedder, q, channels=("bm25",), filters=SearchFilters(**f))))
 
@@ -189,6 +206,7 @@ def test_results_carry_provenance_to_native_ids(conn, reader, embedder) -> None:
     task, turns = add_task(conn, native_id="019a-thread-native")
     mid = add_memory(conn, "Retry policy", "Use exponential backoff for the webhook retries.")
     link(conn, mid, task, turns[1:3], first=1)
+    embed_all(conn)
     hit = run(reader, embedder, "webhook retries backoff", channels=("bm25",)).results[0]
     (chain,) = hit.provenance
     assert chain.native_task_id == "019a-thread-native" and chain.source == "codex"
@@ -202,6 +220,7 @@ def test_reinforcement_is_recorded_by_serving_and_folded_by_the_pipeline(
     conn, reader, embedder
 ) -> None:  # type: ignore[no-untyped-def]
     mid = add_memory(conn, "Backup key", "Losing the backup key loses the backups.")
+    embed_all(conn)
     run(reader, embedder, "backup key", channels=("bm25",), record_surface="cli")
     assert conn.execute("SELECT access_count FROM memories WHERE id = %s", [mid]).fetchone() == (0,)
     assert fold_retrievals(conn) == (1, 1)
@@ -224,6 +243,7 @@ def test_context_pack_respects_the_budget_and_never_packs_corrections(
     )
     long = add_memory(conn, "Vacuum runbook", "Run VACUUM ANALYZE nightly. " * 200)
     short = add_memory(conn, "Vacuum insight", "Autovacuum was lagging behind the inserts.")
+    embed_all(conn)
     everything = run(reader, embedder, "vacuum", channels=("bm25",))
     assert correction in ids(everything)  # searchable on request...
     pack = context(reader, "vacuum", 300, embedder=None)

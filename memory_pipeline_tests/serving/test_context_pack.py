@@ -1,0 +1,187 @@
+"""Context packs quote what matched: excerpts within the budget, each memory once, with the
+provenance of every excerpt, and say what they cut and how to read it whole."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import date
+
+import psycopg
+import pytest
+
+from memory_pipeline.db.connection import connect
+from memory_pipeline.embedding.minilm import get_minilm
+from memory_pipeline.embedding.spaces import LOCAL_SPACE
+from memory_pipeline.embedding.store import embed_window
+from memory_pipeline_tests.support.memories import NOW, add_memory
+from memory_pipeline_tests.support.segments import add_segment
+from serving.context_pack import context, pack_excerpts, tokens_of
+from serving.models import PassageMatch, PassageTurn, SearchHit
+from serving.render import pack_item_text, pack_text
+from serving.search import QueryEmbedder
+
+HEAD = ("Which tomatoes should I plant on the balcony this year?", "Cherry tomatoes in big pots.")
+TURNS = [
+    HEAD,
+    ("The router fan is loud again.", "Replace the fan; the bearings are worn out."),
+    ("Can you recommend a sci-fi book?", "Try a long space opera with a slow start."),
+    ("Should kestrel keep local snapshots?", "Yes, hourly ones for two days."),
+    (
+        "When does the kestrel box copy its snapshots offsite?",
+        "Every night at 02:00 over WireGuard; the offsite side keeps thirty days.",
+    ),
+    ("And if the offsite box is down?", "The job retries hourly and mails you after three."),
+    ("What's for dinner?", "Lentil soup with bread from the bakery downstairs."),
+]
+QUERY = "when are the kestrel snapshots copied offsite"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> QueryEmbedder:
+    e = QueryEmbedder("http://127.0.0.1:9")
+    e.embed(LOCAL_SPACE, "warm up")
+    return e
+
+
+@pytest.fixture
+def reader(reader_url: str) -> Iterator[psycopg.Connection]:
+    with connect(reader_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def corpus(conn: psycopg.Connection) -> dict[str, str]:
+    segment, _ = add_segment(conn, TURNS, native_id="chat-lab", title=HEAD[0])
+    ids = {
+        "segment": segment,
+        "decision": add_memory(
+            conn,
+            "Kestrel snapshots go offsite nightly",
+            "We decided kestrel copies its ZFS snapshots offsite every night at 02:00.",
+            type="decision",
+        ),
+        "correction": add_memory(
+            conn,
+            "Offsite correction",
+            "Agent did: copied kestrel snapshots offsite hourly. User expected instead: nightly.",
+            type="correction_episode",
+            mem_class="episodic",
+        ),
+    }
+    for i in range(12):
+        ids[f"note{i}"] = add_memory(
+            conn, f"Snapshot note {i}", f"Snapshot retention note {i}: keep {i} copies offsite."
+        )
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
+    return ids
+
+
+def packed_text(pack) -> str:  # type: ignore[no-untyped-def]
+    return "\n".join(pack_item_text(i) for i in pack.items)
+
+
+def test_a_pack_quotes_the_matching_turn_not_the_head_of_the_segment(
+    corpus, reader, embedder
+) -> None:  # type: ignore[no-untyped-def]
+    small = context(reader, QUERY, 250, embedder=embedder)
+    seg = next(i for i in small.items if str(i.memory_id) == corpus["segment"])
+    ordinals = [t.ordinal for e in seg.excerpts for t in e.turns]
+    assert 4 in ordinals and 0 not in ordinals
+    assert seg.truncated  # excerpts only: memory_read returns the whole segment
+    assert HEAD[1] not in packed_text(small)  # the head of the segment is not what matched
+    pack = context(reader, QUERY, 2000, embedder=embedder)
+    items = {str(i.memory_id): i for i in pack.items}
+    seg = items[corpus["segment"]]
+    # Every excerpt says which turn it is, down to the native message ids.
+    for e in seg.excerpts:
+        (turn,) = e.turns
+        assert e.native_task_id == "chat-lab"
+        assert turn.native_message_ids == [
+            f"chat-lab-m{2 * turn.ordinal}",
+            f"chat-lab-m{2 * turn.ordinal + 1}",
+        ]
+        assert e.text == f"Mara: {TURNS[turn.ordinal][0]}\nJonas: {TURNS[turn.ordinal][1]}"
+    assert seg.truncated == (len(seg.excerpts) < len(TURNS))  # all of it: not an excerpt
+    assert not items[corpus["decision"]].truncated  # a one-passage memory is whole
+    assert corpus["correction"] not in items  # evidence, never steering
+    # The budget counts what the agent reads, and holds.
+    assert pack.tokens_used == sum(tokens_of(pack_item_text(i)) for i in pack.items) <= 2000
+    assert len(items) == len(pack.items)  # no memory twice
+
+
+def test_neighbouring_turns_come_when_the_budget_allows(corpus, reader, embedder) -> None:  # type: ignore[no-untyped-def]
+    roomy = context(reader, QUERY, 4000, embedder=embedder)
+    seg = next(i for i in roomy.items if str(i.memory_id) == corpus["segment"])
+    matched = {t.ordinal for e in seg.excerpts if not e.neighbour for t in e.turns}
+    neighbours = {t.ordinal for e in seg.excerpts if e.neighbour for t in e.turns}
+    assert 4 in matched and neighbours and not neighbours & matched
+    assert all(n - 1 in matched or n + 1 in matched for n in neighbours)
+    tight = context(reader, QUERY, 150, embedder=embedder)
+    assert tight.tokens_used <= 150 and 1 <= len(tight.items) < len(roomy.items)
+    assert not any(e.neighbour for i in tight.items for e in i.excerpts)
+    assert tight.truncated and tight.left_out_count >= 1
+    text = pack_text(tight)
+    assert "memory_read" in text and str(tight.left_out[0].memory_id) in text
+
+
+def passage(memory: uuid.UUID, ordinal: int, text: str, task: str) -> PassageMatch:
+    return PassageMatch(
+        id=uuid.uuid4(),
+        memory_id=memory,
+        ordinal=ordinal,
+        text=text,
+        source="chat_import",
+        native_task_id=task,
+        turns=[
+            PassageTurn(ordinal=ordinal, native_turn_id=None, native_message_ids=[f"m{ordinal}"])
+        ],
+    )
+
+
+def hit(kind: str, title: str, texts: list[str]) -> SearchHit:
+    mid = uuid.uuid4()
+    return SearchHit(
+        id=mid,
+        type=kind,
+        title=title,
+        content="\n\n".join(texts),
+        project=None,
+        mem_class=None,
+        source_type="chat_import",
+        status="active",
+        tags=[],
+        created_at=NOW,
+        updated_at=NOW,
+        score=0.5,
+        rrf=0.01,
+        bm25_rank=1,
+        vector_rank=1,
+        components={},
+        passages=[passage(mid, i, t, f"chat-{title}") for i, t in enumerate(texts)],
+    )
+
+
+def test_packing_order_skips_and_dedup_are_deterministic() -> None:
+    a = hit("segment", "Chat A", ["Mara: first A turn\nJonas: the answer is 42", "Mara: second A"])
+    b = hit("decision", "The answer", ["the answer is 42"])  # already quoted by A
+    c = hit("segment", "Chat C", ["x" * 2000])  # too long for what is left: skipped
+    d = hit("insight", "Small", ["a small insight"])
+    pack = pack_excerpts(
+        "q", 200, [a, b, c, d], {}, {str(h.id): len(h.passages) for h in [a, b, c, d]}
+    )
+    assert [i.memory_id for i in pack.items] == [a.id, d.id]
+    # Items follow the hits' order; a memory's excerpts follow its passages' order.
+    assert [e.text for e in pack.items[0].excerpts] == [p.text for p in a.passages]
+    assert [lo.memory_id for lo in pack.left_out] == [c.id]  # b is represented, c left out
+    assert pack.truncated and pack.tokens_used <= 200
+    assert not pack.items[0].truncated  # both of a's passages: the whole memory
+
+
+def test_the_best_excerpt_is_cut_rather_than_returning_nothing() -> None:
+    big = hit("segment", "Chat", ["word " * 400])
+    pack = pack_excerpts("q", 60, [big], {}, {str(big.id): 1})
+    (item,) = pack.items
+    assert item.truncated and item.excerpts[0].truncated
+    assert item.excerpts[0].text.endswith("[...]")
+    assert pack.tokens_used == tokens_of(pack_item_text(item)) <= 60
