@@ -109,6 +109,11 @@ def test_ui_stopped_mid_run_restarts_at_once_and_its_daemon_still_runs(
     # The interrupted run ended, and it holds no slot: it was failed by its own process on the
     # way out, or by the restarted ui because that process is gone.
     wait_until(lambda: home.runs()[first_run] == "FAILURE", 60, "the first run to be failed")
+    # The daemon retries it (a dead run counts as crashed) and the retry completes. Waiting for it
+    # also keeps the retry from capturing the new version below before the sensor sees it.
+    wait_until(
+        lambda: "SUCCESS" in home.retries_of(first_run).values(), 300, "the retry to succeed"
+    )
     # A new version of the transcript: the daemon launches a sensor run, and it completes.
     before = set(home.runs())
     os.utime(home.transcript)

@@ -121,6 +121,15 @@ class PipelineHome:
         )
         return dict(rows)  # type: ignore[arg-type]
 
+    def retries_of(self, run_id: str) -> dict[str, str]:
+        """Retries of a run (run id -> status)."""
+        rows = self.query(
+            "SELECT r.run_id, r.status FROM runs r JOIN run_tags t ON t.run_id = r.run_id"
+            " WHERE t.key = 'dagster/parent_run_id' AND t.value = %s",
+            (run_id,),
+        )
+        return dict(rows)  # type: ignore[arg-type]
+
     # --- our database ----------------------------------------------------------------------
 
     def tasks_and_pending_passes(self) -> tuple[int, int]:
