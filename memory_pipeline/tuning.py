@@ -26,14 +26,11 @@ CAPTURE_SKIP_KEY_MAX_CHARS = 500
 # Codex (capture/codex/): a fork's copy of its parent's rollout is written in one burst, lines
 # milliseconds apart; a larger gap inside the copied region means the fork's own activity began.
 CODEX_COPY_BURST_GAP_SECONDS = 2.0
-# Codex times outside these years (inclusive) are treated as missing and recorded as
-# `bad_timestamp`: Codex wrote its first rollout in 2025, and a year-1 or year-9999 value (or one
-# past what datetime and PostgreSQL hold) would put a task in a partition that never runs.
-CODEX_PLAUSIBLE_YEARS = (2000, 2199)
-# Claude Code (capture/claude_code/): times outside these years (inclusive) are treated as missing
-# and recorded as `bad_timestamp`, for the same reasons as CODEX_PLAUSIBLE_YEARS (Claude Code's
-# first transcripts are from 2025; a year-1 start would land in a partition that never runs).
-CLAUDE_CODE_PLAUSIBLE_YEARS = (2000, 2199)
+# Agent transcript times (Codex, Claude Code) outside these years (inclusive) are treated as
+# missing and recorded as `bad_timestamp`: both agents wrote their first transcripts in 2025, and a
+# year-1 or year-9999 value (or one past what datetime and PostgreSQL hold) would put a task in a
+# partition that never runs.
+AGENT_PLAUSIBLE_YEARS = (2000, 2199)
 
 # The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
 # A look over unchanged files costs one stat each and one query. With

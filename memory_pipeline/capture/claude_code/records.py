@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_pipeline.tuning import CLAUDE_CODE_PLAUSIBLE_YEARS
+from memory_pipeline.tuning import AGENT_PLAUSIBLE_YEARS
 
 SOURCE = "claude_code"
 
@@ -162,7 +162,7 @@ class Loaded:
 def parse_timestamp(value: Any) -> datetime | None:
     """ISO-8601 (`…Z`) -> tz-aware UTC datetime; None when absent, unparseable or implausible.
 
-    Implausible: outside CLAUDE_CODE_PLAUSIBLE_YEARS once in UTC, including values that cannot
+    Implausible: outside AGENT_PLAUSIBLE_YEARS once in UTC, including values that cannot
     be converted at all (`0001-01-01T00:00:00+01:00` overflows datetime).
     """
     if not isinstance(value, str) or not value:
@@ -172,7 +172,7 @@ def parse_timestamp(value: Any) -> datetime | None:
         parsed = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
     except (ValueError, OverflowError):
         return None
-    first, last = CLAUDE_CODE_PLAUSIBLE_YEARS
+    first, last = AGENT_PLAUSIBLE_YEARS
     return parsed if first <= parsed.year <= last else None
 
 

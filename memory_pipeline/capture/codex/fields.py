@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.tuning import CAPTURE_JSON_MAX_DEPTH, CODEX_PLAUSIBLE_YEARS
+from memory_pipeline.tuning import AGENT_PLAUSIBLE_YEARS, CAPTURE_JSON_MAX_DEPTH
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _UUID7_RE = re.compile(
@@ -49,7 +49,7 @@ def uuid7_time(value: Any) -> datetime | None:
 
 
 def _plausible(value: datetime) -> datetime | None:
-    first, last = CODEX_PLAUSIBLE_YEARS
+    first, last = AGENT_PLAUSIBLE_YEARS
     return value if first <= value.year <= last else None
 
 
@@ -58,7 +58,7 @@ def parse_time(value: Any) -> datetime | None:
 
     None for anything else, including times datetime cannot hold once converted to UTC
     (`0001-01-01T00:00:00+01:00`, `9999-12-31T23:59:59-14:00`, 10**20 ms) and times outside
-    CODEX_PLAUSIBLE_YEARS, which no partition would ever hold.
+    AGENT_PLAUSIBLE_YEARS, which no partition would ever hold.
     """
     try:
         if isinstance(value, bool):
