@@ -11,9 +11,14 @@ from memory_pipeline.backup import definitions as backup
 from memory_pipeline.backup.resource import BackupResource
 from memory_pipeline.capture import definitions as capture
 from memory_pipeline.db import definitions as database
+from memory_pipeline.dream import definitions as dream
+from memory_pipeline.dream.definitions import DreamResource
 from memory_pipeline.embedding import definitions as embedding
-from memory_pipeline.jobs import ingest_job, maintenance_job
+from memory_pipeline.express import definitions as express
+from memory_pipeline.express.resource import ExpressResource
+from memory_pipeline.jobs import dream_job, ingest_job, maintenance_job
 from memory_pipeline.reinforcement import definitions as reinforcement
+from memory_pipeline.relationships import definitions as relationships
 from memory_pipeline.resources import (
     DatabaseResource,
     EmbeddingResource,
@@ -32,6 +37,8 @@ def resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "semantic": SemanticResource.from_settings(settings),
         "embedding": EmbeddingResource.from_settings(settings),
         "backup": BackupResource.from_settings(settings),
+        "dream": DreamResource.from_settings(settings),
+        "express": ExpressResource.from_settings(settings),
     }
 
 
@@ -40,10 +47,13 @@ defs = dg.Definitions.merge(
     capture.defs,
     semantic.defs,
     embedding.defs,
+    relationships.defs,
+    dream.build_defs(Settings.from_env()),
     reinforcement.defs,
     backup.defs,
+    express.defs,
     dg.Definitions(
-        jobs=[ingest_job, maintenance_job],
+        jobs=[ingest_job, maintenance_job, dream_job],
         schedules=[hourly_catch_up, hourly_maintenance],
         sensors=[semantic_pass_sensor],
         resources=resources(Settings.from_env()),

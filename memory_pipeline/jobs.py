@@ -23,7 +23,9 @@ IN_PROGRESS = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
 
 ingest_job = dg.define_asset_job(
     INGEST_JOB,
-    selection=dg.AssetSelection.assets("captured_tasks", "semantic_memories", "memory_embeddings"),
+    selection=dg.AssetSelection.assets(
+        "captured_tasks", "semantic_memories", "memory_embeddings", "memory_relationships"
+    ),
     # One process for the three steps: a subprocess per step costs 7 to 17 s of Python and
     # Dagster start-up each, several times what the steps themselves take on a new turn. The
     # steps run in sequence anyway (each depends on the one before); pools still apply.
@@ -42,6 +44,19 @@ maintenance_job = dg.define_asset_job(
     description=(
         "Migrations check and database report, retrieval events folded into memories (and old "
         "folded ones pruned), and the BM25 corpus statistics recomputed."
+    ),
+)
+
+
+DREAM_JOB = "dream_job"
+dream_job = dg.define_asset_job(
+    DREAM_JOB,
+    selection=dg.AssetSelection.assets("dream_cycle", "briefing", "briefing_push"),
+    executor_def=dg.in_process_executor,
+    description=(
+        "The dream cycle for a day: Explorer, precheck, Thinker, four-evaluator panel, storage "
+        "and digest, then the day's Express briefing and its gated e-mail push. The noon "
+        "schedule, the post_learn sensor and `memory-pipeline run` run it."
     ),
 )
 

@@ -24,6 +24,7 @@ from memory_pipeline.capture.changes import changed_since, partition_days
 from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
 from memory_pipeline.jobs import (
+    DREAM_JOB,
     INGEST_JOB,
     PARTITION_TAG,
     RANGE_END_TAG,
@@ -50,6 +51,7 @@ def materialize_all(
 
     pending = _pending_pass_days(app_url) if app_url else set()
     results = []
+    deferred: str | None = None
     with _watch_stale_runs(instance, progress):
         for job_name, tags in _plan(settings, pending):
             job = defs.resolve_job_def(job_name)
@@ -69,9 +71,18 @@ def materialize_all(
                 # Finished or not (an exception, a second Ctrl-C), the run ends here.
                 end_run(instance, run_id, "Interrupted: `memory-pipeline run` stopped.")
             if not result.success:
-                raise UserError(_failure_line(job_name, result))
+                line = _failure_line(job_name, result)
+                # A failed dream cycle or briefing push (an SMTP server down, say) must not cost
+                # the night's backup: carry on, and say what failed at the end. An interrupt stops.
+                if job_name != DREAM_JOB or line.startswith("interrupted"):
+                    raise UserError(line)
+                progress(f"  {line}")
+                deferred = deferred or line
+                continue
             _report(result, progress)
             results.append(result)
+    if deferred:
+        raise UserError(deferred)
     return results
 
 
@@ -99,8 +110,11 @@ def _failure_line(job_name: str, result: dg.ExecuteInProcessResult) -> str:
     if checks:
         return f"{job_name} failed ({'; '.join(checks)}); {where}"
     if steps and errors:
-        first = errors[0].message.strip().splitlines()
-        detail = f"{steps[0].step_key}: {first[0] if first else errors[0].cls_name}"
+        error = errors[0]
+        while error.cls_name == "DagsterExecutionStepExecutionError" and error.cause:
+            error = error.cause  # Dagster's wrapper says only which op; its cause says why
+        first = error.message.strip().splitlines()
+        detail = f"{steps[0].step_key}: {first[0] if first else error.cls_name}"
     else:
         detail = (run_failure.message if run_failure else "a step failed").strip().splitlines()[0]
     return f"{job_name} failed ({detail}); {where}"
@@ -150,6 +164,8 @@ def _plan(
     if days:
         plan.append((INGEST_JOB, partition_tags(days)))
     plan.append(("maintenance_job", {}))
+    # The dream cycle thinks over everything ingested and maintained above (today's partition).
+    plan.append((DREAM_JOB, {PARTITION_TAG: datetime.now(UTC).date().isoformat()}))
     # Last: a backup of everything the run produced, proven by its restore check.
     plan.append(("backup_job", {PARTITION_TAG: datetime.now(UTC).date().isoformat()}))
     return plan

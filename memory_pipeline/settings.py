@@ -25,6 +25,19 @@ def _default_memory_home() -> Path:
     return base / "memory-pipeline"
 
 
+def _local_timezone() -> str:
+    """The machine's IANA time zone (TZ, else /etc/localtime's target), UTC when unknown."""
+    tz = os.environ.get("TZ", "").lstrip(":")
+    if tz and "/" in tz:
+        return tz
+    try:
+        target = str(Path("/etc/localtime").resolve())
+    except OSError:
+        return "UTC"
+    marker = "zoneinfo/"
+    return target.split(marker, 1)[1] if marker in target else "UTC"
+
+
 def _env_path(name: str, default: Path) -> Path:
     value = os.environ.get(name)
     return Path(value).expanduser() if value else default
@@ -56,12 +69,41 @@ class Settings(BaseModel):
     backup_keep_daily: int
     backup_keep_weekly: int
     pg_dump: Path | None  # a pg_dump for a server newer than the bundled one; pg_restore beside it
+    # Privacy at capture (memory_pipeline/forget/privacy.py): rules `cwd:GLOB`, `repo:NAME`,
+    # `source:KIND`, comma-separated. Excluded tasks are never captured; private ones are captured
+    # into the private tier, which serving leaves out unless asked.
+    memory_exclude: str = ""
+    memory_private: str = ""
+    # Express (memory_pipeline/express): the briefing's Ollama editor (None: offline), the
+    # weekday of its weekly digest, where its links to memories point, and the SMTP push (no
+    # push without a host and a recipient; the password is read from MEMORY_SMTP_PASSWORD only
+    # when a mail is sent, never kept here).
+    brief_model: str | None = None
+    brief_digest_weekday: str = "monday"
+    brief_memory_url: str = "memory:{id}"
+    smtp_host: str | None = None
+    smtp_port: int | None = None  # None: 465 with tls, else 587
+    smtp_security: str = "starttls"  # starttls | tls | none
+    smtp_user: str | None = None
+    smtp_from: str | None = None
+    smtp_to: str | None = None  # comma-separated recipients
+    # Agent hooks (serving/hooks): token budgets of a session-start and a per-prompt injection.
+    hook_session_tokens: int = tuning.HOOK_SESSION_TOKENS
+    hook_prompt_tokens: int = tuning.HOOK_PROMPT_TOKENS
+    # The dream cycle (memory_pipeline/dream).
+    dream_model: str | None  # Ollama chat model for Thinker and panel; None: offline rules
+    dream_timezone: str  # the daily dream run starts at noon in this IANA zone
+    dream_post_learn_memories: int  # a post_learn run once this many new memories arrived
+    dream_call_budget: int  # at most this many model calls per dream run
+    dream_approval: bool  # hold accepted candidates for `dream approve` instead of storing them
 
     @classmethod
     def from_env(cls) -> Settings:
         home = _env_path("MEMORY_HOME", _default_memory_home())
         return cls(
             memory_home=home,
+            memory_exclude=os.environ.get("MEMORY_EXCLUDE", ""),
+            memory_private=os.environ.get("MEMORY_PRIVATE", ""),
             database_url=os.environ.get("DATABASE_URL") or None,
             dagster_pg_url=os.environ.get("DAGSTER_PG_URL") or None,
             reader_url=os.environ.get("MEMORY_READER_URL") or None,
@@ -90,6 +132,41 @@ class Settings(BaseModel):
                 if os.environ.get("MEMORY_PG_DUMP")
                 else None
             ),
+            brief_model=(
+                os.environ.get("MEMORY_BRIEF_MODEL")
+                or os.environ.get("MEMORY_SEMANTIC_MODEL")
+                or None
+            ),
+            brief_digest_weekday=os.environ.get("MEMORY_BRIEF_DIGEST_WEEKDAY") or "monday",
+            brief_memory_url=os.environ.get("MEMORY_BRIEF_MEMORY_URL") or "memory:{id}",
+            smtp_host=os.environ.get("MEMORY_SMTP_HOST") or None,
+            smtp_port=(
+                int(os.environ["MEMORY_SMTP_PORT"]) if os.environ.get("MEMORY_SMTP_PORT") else None
+            ),
+            smtp_security=os.environ.get("MEMORY_SMTP_SECURITY") or "starttls",
+            smtp_user=os.environ.get("MEMORY_SMTP_USER") or None,
+            smtp_from=os.environ.get("MEMORY_SMTP_FROM") or None,
+            smtp_to=os.environ.get("MEMORY_SMTP_TO") or None,
+            hook_session_tokens=int(
+                os.environ.get("MEMORY_HOOK_SESSION_TOKENS", tuning.HOOK_SESSION_TOKENS)
+            ),
+            hook_prompt_tokens=int(
+                os.environ.get("MEMORY_HOOK_PROMPT_TOKENS", tuning.HOOK_PROMPT_TOKENS)
+            ),
+            dream_model=(
+                os.environ.get("MEMORY_DREAM_MODEL")
+                or os.environ.get("MEMORY_SEMANTIC_MODEL")
+                or None
+            ),
+            dream_timezone=os.environ.get("MEMORY_TIMEZONE") or _local_timezone(),
+            dream_post_learn_memories=int(
+                os.environ.get("MEMORY_DREAM_POST_LEARN", tuning.DREAM_POST_LEARN_MEMORIES)
+            ),
+            dream_call_budget=int(
+                os.environ.get("MEMORY_DREAM_CALL_BUDGET", tuning.DREAM_CALL_BUDGET)
+            ),
+            dream_approval=os.environ.get("MEMORY_DREAM_APPROVAL", "").strip().lower()
+            in ("1", "true", "yes", "on"),
         )
 
     @property

@@ -286,6 +286,15 @@ SEGMENT_CONTENT_MAX_CHARS = 20000  # a segment memory keeps its turns' text up t
 # The offline default space: all-MiniLM-L6-v2 run in numpy. sql/009 indexes it.
 LOCAL_EMBEDDING_SPACE = "local:all-minilm-l6-v2:384"
 EMBED_BATCH_SIZE = 64  # memories per embedding call and per write transaction
+# The numpy MiniLM (embedding/minilm.py): texts sorted by length are batched up to this many
+# WordPiece tokens (padding included) per forward pass, so short texts go in large batches and
+# long ones in small, and at most MINILM_MAX_BATCH texts per pass.
+MINILM_BATCH_TOKENS = 2048
+MINILM_MAX_BATCH = 128
+# BLAS threads: all cores only while the 1-minute load average per core is below this; above it
+# one thread. OpenBLAS threads spin-wait for each other, and on a busy machine each waits for a
+# core: 300 texts took 62 s of CPU with 2 threads against 9.4 s with 1 at a load of 20 on 2 cores.
+MINILM_ALL_CORES_MAX_LOAD_PER_CORE = 0.75
 # Passages (embedding/passages.py): what search ranks and context packs quote. A segment is cut
 # at turn boundaries, at most PASSAGE_MAX_TURNS turns per passage; every passage (heading
 # included) fits min(PASSAGE_MAX_TOKENS, the active embedder's window), counted by that
@@ -300,12 +309,107 @@ PASSAGE_SPLITTER_VERSION = 1
 # length is assumed to read this many tokens.
 OLLAMA_CHARS_PER_TOKEN_ESTIMATE = 3
 OLLAMA_UNKNOWN_WINDOW_TOKENS = 512
+# BM25 postings (sql/021, embedding/bm25_stats.py): their impacts embed the mean passage
+# length; bm25_statistics rebuilds them all when it moved by more than this share since.
+BM25_POSTINGS_AVGDL_DRIFT = 0.05
 
 # --- reinforcement ------------------------------------------------------------------------
 # Retrieval events (what search returned) are folded into memories' access counts hourly; a
 # folded event older than this many days is deleted (its count stays in the memory). Unfolded
 # events are never deleted.
 RETRIEVAL_EVENTS_RETENTION_DAYS = 30
+
+# --- dream cycle (memory_pipeline/dream/) ---------------------------------------------------
+# Explorer bounds: every strategy returns at most DREAM_SLICES_PER_STRATEGY slices of at most
+# DREAM_SLICE_MAX_MEMORIES memories each, a run at most DREAM_SLICES_PER_RUN slices (strategies
+# take turns), and similarity strategies compare the DREAM_SIMILARITY_POOL newest memories only.
+DREAM_SLICES_PER_STRATEGY = 5
+DREAM_SLICE_MAX_MEMORIES = 8
+DREAM_SLICES_PER_RUN = 40
+DREAM_SIMILARITY_POOL = 600
+# Cosine in the serving space above which two memories of different projects "collide".
+DREAM_COLLISION_MIN_COSINE = 0.55
+# A recurring question: two memories of different tasks this similar that both answer questions.
+DREAM_RECURRING_MIN_COSINE = 0.6
+# Correction episodes this similar share a theme; a pattern needs DREAM_CORRECTION_MIN_EPISODES.
+DREAM_CORRECTION_THEME_MIN_COSINE = 0.45
+DREAM_CORRECTION_MIN_EPISODES = 3
+# A decision is "old" when this many days older than the newest memory (decision revisit).
+DREAM_REVISIT_MIN_AGE_DAYS = 14
+DREAM_REVISIT_MIN_COSINE = 0.5
+# Stale priority: a priority or decision not retrieved for this many days.
+DREAM_STALE_DAYS = 30
+# A project is active when it has a memory this recent (days before the newest memory).
+DREAM_ACTIVE_PROJECT_DAYS = 30
+# Temporal juxtaposition: memories of different projects created within this many hours.
+DREAM_JUXTAPOSITION_HOURS = 24
+# Offline Thinker: a connection between memories of different projects needs this cosine; the
+# Skeptic defers one between DREAM_CONNECTION_DEFER_COSINE and it, and rejects below.
+DREAM_CONNECTION_MIN_COSINE = 0.6
+DREAM_CONNECTION_DEFER_COSINE = 0.5
+# Precheck: a candidate whose vector is this close to an existing memory restates it.
+DREAM_RESTATE_MIN_COSINE = 0.97
+# Consensus: accepted with at least this many accepts of four.
+DREAM_ACCEPT_VOTES = 3
+# A candidate deferred this many times is rejected for good.
+DREAM_MAX_DEFERRALS = 2
+# Feedback: rejection reasons of the last N runs and user rejections of the last N days.
+DREAM_FEEDBACK_RUNS = 5
+DREAM_FEEDBACK_DAYS = 30
+DREAM_FEEDBACK_MAX_ITEMS = 20
+# Ollama backend: calls per run (MEMORY_DREAM_CALL_BUDGET), temperature, context window,
+# characters of each memory shown to the model.
+DREAM_CALL_BUDGET = 200
+DREAM_OLLAMA_TEMPERATURE = 0.0
+DREAM_OLLAMA_NUM_CTX = 16384
+DREAM_OLLAMA_MEMORY_CHARS = 1200
+# A post_learn run is requested once this many new memories arrived since the last run
+# (MEMORY_DREAM_POST_LEARN); the sensor looks at most this often.
+DREAM_POST_LEARN_MEMORIES = 50
+DREAM_SENSOR_INTERVAL_S = 300
+# Quotes in dream memories are cut to this many characters each.
+DREAM_QUOTE_CHARS = 400
+
+# --- express: the daily briefing (memory_pipeline/express/) --------------------------------
+# The first briefing looks back this many days; later ones cover what happened since the last.
+EXPRESS_FIRST_WINDOW_DAYS = 7
+# A briefing shows at most this many items (after mutes and the feedback re-rank).
+EXPRESS_MAX_ITEMS = 10
+# Resurfacing: an active memory at least this deep (depth_score, 0-1) that nobody has read
+# (last_accessed_at, else created_at) for this many days; at most EXPRESS_RESURFACE_MAX a day, and
+# a memory resurfaced once waits EXPRESS_RESURFACE_COOLDOWN_DAYS before it can come back.
+EXPRESS_RESURFACE_MIN_DEPTH = 0.7
+EXPRESS_RESURFACE_MIN_AGE_DAYS = 60
+EXPRESS_RESURFACE_MAX = 3
+EXPRESS_RESURFACE_COOLDOWN_DAYS = 90
+# The weekly digest (on MEMORY_BRIEF_DIGEST_WEEKDAY) covers this many days and names the deepest
+# EXPRESS_DIGEST_TOP memories of them.
+EXPRESS_DIGEST_DAYS = 7
+EXPRESS_DIGEST_TOP = 5
+# The offline editor's order: each kind's base score (a higher one comes first), plus
+# EXPRESS_CROSS_PROJECT_BONUS for a synthesis across projects and EXPRESS_DEPTH_WEIGHT * depth.
+EXPRESS_KIND_SCORES = {
+    "contradiction": 1.0,
+    "synthesis": 0.8,
+    "superseded": 0.7,
+    "question": 0.6,
+    "digest": 0.5,
+    "resurfaced": 0.4,
+}
+EXPRESS_CROSS_PROJECT_BONUS = 0.3
+EXPRESS_DEPTH_WEIGHT = 0.1
+# Feedback re-rank: each `useful` on an item adds these to later items of its topic and of its
+# kind (`less` subtracts them); the total shift of one item is capped at EXPRESS_FEEDBACK_MAX_SHIFT.
+EXPRESS_FEEDBACK_TOPIC_WEIGHT = 0.3
+EXPRESS_FEEDBACK_KIND_WEIGHT = 0.1
+EXPRESS_FEEDBACK_MAX_SHIFT = 0.6
+# Headlines longer than this are cut to their first sentence (or at a word, marked with "…").
+EXPRESS_HEADLINE_MAX_CHARS = 120
+# Ollama editor: one chat call per briefing; memory text shown to it is cut at this length.
+EXPRESS_OLLAMA_MAX_MEMORY_CHARS = 400
+EXPRESS_OLLAMA_TEMPERATURE = 0.0
+# SMTP: a push gives up on a server that does not answer within this many seconds.
+EXPRESS_SMTP_TIMEOUT_S = 30.0
 
 # --- backup -------------------------------------------------------------------------------
 
@@ -320,6 +424,10 @@ BACKUP_KEEP_WEEKLY = 4
 # Plaintext bytes per encrypted chunk (backup/crypto.py). 1 MiB keeps memory flat (about two
 # chunks in flight) while the 16-byte tag per chunk costs only 0.0015% in size.
 BACKUP_CHUNK_SIZE = 1024 * 1024
+# pg_dump's gzip level (`--compress`). Vectors as text dominate the dump: level 1 compresses them
+# 2.12x at ~100 MB/s of CPU, pg_dump's default (6) 2.28x at ~15 MB/s, which made pg_dump 380 of
+# the 455 s of a backup at 100K memories (issue 12). The bundled pg_dump has neither lz4 nor zstd.
+BACKUP_DUMP_COMPRESS_LEVEL = 1
 
 # Rows per batch when exporting a table to JSON Lines (backup/exports.py): one batch is one polars
 # DataFrame in memory. Turns can hold tens of KB of text each, so 1000 rows stay well under 100 MB.
@@ -335,7 +443,7 @@ BACKUP_COPY_TIMEOUT_S = 3600
 BACKUP_TEMPLATE_BUSY_RETRIES = 10
 BACKUP_TEMPLATE_BUSY_WAIT_S = 0.3
 
-# --- serving: the MCP server's connection pool (serving/mcp_server.py) ---------------------------
+# --- serving: the MCP server's connection pool (serving/mcp/pool.py) ---------------------------
 # At most MCP_POOL_SIZE tool calls query the database at once (each holds one connection while
 # it embeds the query and searches). Further calls wait in line for a connection: at most
 # MCP_POOL_MAX_WAITING of them, each at most MCP_POOL_WAIT_S seconds; only then does a call answer
@@ -345,3 +453,107 @@ BACKUP_TEMPLATE_BUSY_WAIT_S = 0.3
 MCP_POOL_SIZE = 8
 MCP_POOL_MAX_WAITING = 256
 MCP_POOL_WAIT_S = 60.0
+
+# --- serving: agent hooks (serving/hooks/) -------------------------------------------------
+# Token budgets of what a hook injects (MEMORY_HOOK_SESSION_TOKENS / MEMORY_HOOK_PROMPT_TOKENS
+# override them): a session start may carry the repository's recent work, a prompt only the few
+# memories that match it, since it is paid again on every prompt.
+HOOK_SESSION_TOKENS = 1500
+HOOK_PROMPT_TOKENS = 400
+# Wall-clock deadlines of the hook command as the agent sees it (whole process); past them it
+# prints nothing and exits 0. `memory-pipeline hook prompt --deadline S` overrides them.
+HOOK_SESSION_DEADLINE_S = 1.5
+HOOK_PROMPT_DEADLINE_S = 0.5
+# Relevance: a packed memory is injected only when the cosine (all-MiniLM-L6-v2, serving space)
+# between the prompt and its best quoted passage reaches this; with none reaching it the hook
+# prints nothing. Tuned with scripts/bench_hooks.py on the demo and long-conversation gold
+# queries against serving/hooks/unrelated_prompts.txt: 0.45 is the lowest value at which none
+# of the 77 unrelated prompts injects anything on either corpus (0.40: 1 of 77), while 90% of
+# the demo and 87% of the long-conversation gold queries still inject something. A session
+# start is not a question, so its query (repository and recent task titles) is judged lower.
+HOOK_PROMPT_MIN_COSINE = 0.45
+HOOK_SESSION_MIN_COSINE = 0.30
+# Prompts longer than this are cut before they become a query (a pasted log is not a question).
+HOOK_QUERY_MAX_CHARS = 2000
+# The resident hook server (serving/hooks/server.py) exits after this long without a request.
+HOOK_SERVER_IDLE_EXIT_S = 4 * 3600
+# The hook's one-line failure log (MEMORY_HOME/logs/hooks.log) is rotated past this size.
+HOOK_LOG_MAX_BYTES = 1_000_000
+
+# --- relationships: relationship discovery (memory_pipeline/relationships/) ----------------
+# Which memories are linked. Segments get derived_from edges pointing at them and related_to
+# edges; distilled memories also take part in near-duplicate and judged edges.
+RELATIONSHIP_TYPES = ("decision", "insight", "correction_episode", "segment", "synthesis")
+DISTILLED_TYPES = ("decision", "insight", "correction_episode")
+# Vector neighbours (cosine in the serving space, through its HNSW index) read per new memory;
+# everything below is decided among them, so a day's memories never scan the corpus.
+RELATIONSHIP_NEIGHBOURS = 20
+# related_to: cosine at or above this (MiniLM: unrelated coding memories sit at 0.1-0.4, the
+# same subject at 0.55+), at most RELATED_MAX_PER_MEMORY per memory's own scan (best first).
+RELATED_MIN_SIMILARITY = 0.6
+RELATED_MAX_PER_MEMORY = 5
+# Near-duplicates: the same statement from a different task. Both a cosine at or above
+# DUPLICATE_MIN_SIMILARITY and a Jaccard of stemmed content words at or above
+# DUPLICATE_MIN_JACCARD (the lexical test keeps "use X" / "stop using X", which embed close
+# together, apart). The earliest observation is kept; the later ones point at it.
+# On the demo corpus the one restatement across tasks (the Redis-to-Postgres decision of the
+# design review, restated when implemented) sits at cosine 0.90 and Jaccard 0.42; the closest
+# different statements of the same type at 0.77 / 0.11.
+DUPLICATE_MIN_SIMILARITY = 0.85
+DUPLICATE_MIN_JACCARD = 0.4
+# ...and both must carry the same polarity words: "keep Postgres out of k3s" and "move Postgres
+# into k3s" share most words and embed at 0.87, but only one says "out".
+DUPLICATE_POLARITY_WORDS = (
+    "no",
+    "not",
+    "never",
+    "don't",
+    "won't",
+    "stop",
+    "drop",
+    "instead",
+    "without",
+    "out",
+    "outside",
+    "remove",
+    "avoid",
+    "revert",
+    "replace",
+    "dropped",
+    "removed",
+    "reverted",
+)
+# Judged edges: pairs of distilled memories at or above this cosine are candidates, at most
+# JUDGE_MAX_PAIRS_PER_MEMORY per memory (decisions first, then insights, nearest first).
+JUDGE_MIN_SIMILARITY = 0.35
+JUDGE_MAX_PAIRS_PER_MEMORY = 6
+# A decision with a reversal cue is also paired with up to this many older decisions and
+# segments (of other tasks, newest first) that name the dropped word, found by full text: the
+# reversed choice may sit in a long segment whose vector is far from the short decision.
+JUDGE_CUE_CANDIDATES = 5
+# Offline judge (judge_offline.py): a newer decision reverses an older one when it carries a
+# reversal cue naming a term ("instead of X", "drop X", "switch from X to Y", "no longer X",
+# "move ... from X to Y", "replace X with Y", "revert X") and the older decision (or segment of
+# another task) names that term without reversing it. The subject must be shared: at least
+# JUDGE_SHARED_SUBJECT_TERMS content words (besides the reversed term) in common AND a cosine of
+# at least JUDGE_SHARED_SUBJECT_SIMILARITY. On the demo corpus the planted reversals sit at cosine
+# 0.31-0.70 and the generic-word false matches ("edit", "separate", "CLI") at 0.01-0.17.
+JUDGE_SHARED_SUBJECT_TERMS = 2
+JUDGE_SHARED_SUBJECT_SIMILARITY = 0.25
+# Ollama judge: pairs per chat call (a batch that fails is retried by the next run), memory text
+# shown per side, and the confidence below which a verdict is dropped.
+JUDGE_OLLAMA_BATCH_PAIRS = 8
+JUDGE_OLLAMA_MEMORY_CHARS = 700
+JUDGE_OLLAMA_MIN_CONFIDENCE = 0.6
+JUDGE_OLLAMA_TEMPERATURE = 0.0
+JUDGE_OLLAMA_NUM_CTX = 8192
+# Evidence quoted on an edge is cut to this length.
+RELATIONSHIP_EVIDENCE_CHARS = 300
+# Context packs: at most this many flags per packed memory (seed 003: flags <= 2).
+PACK_MAX_FLAGS = 2
+
+# --- forget (memory_pipeline/forget, cli/forget.py) --------------------------------------------
+# `forget --query` selects at most this many search results (shown, then asked about).
+FORGET_QUERY_MATCHES = 20
+# `forget` lists this many memories one per line, then "... and N more".
+FORGET_LISTED_MEMORIES = 50

@@ -115,6 +115,40 @@ def conn(db_url: str) -> Iterator[psycopg.Connection]:
         yield connection
 
 
+# --- serving: what the search, context and MCP tests share ------------------------------------
+@pytest.fixture
+def reader(reader_url: str) -> Iterator[psycopg.Connection]:
+    """A connection as the read-only serving role."""
+    with connect(reader_url, autocommit=True) as connection:
+        yield connection
+
+
+@pytest.fixture(scope="module")
+def embedder():  # type: ignore[no-untyped-def]
+    """The query embedder, warmed up. The local space needs no server: the host is never used."""
+    from memory_pipeline.embedding.spaces import LOCAL_SPACE
+    from serving.search import QueryEmbedder
+
+    e = QueryEmbedder("http://127.0.0.1:9")
+    e.embed(LOCAL_SPACE, "warm up")
+    return e
+
+
+@pytest.fixture
+def pool(reader_url: str):  # type: ignore[no-untyped-def]
+    """The MCP server's read-only connection pool on the test database."""
+    from serving.mcp.pool import ReaderPool
+
+    p = ReaderPool(reader_url)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
 @pytest.fixture
 def dagster_pg_url(pg_server: EmbeddedServer, admin_url: str) -> Iterator[str]:
     """An empty database for a Dagster instance, as a psycopg2 SQLAlchemy URL."""

@@ -23,7 +23,11 @@ from memory_pipeline.db.embedded import EmbeddedServer
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
 # Recall@10 of the full pipeline on the demo gold set when this floor was set: 0.986
 # (`memory-pipeline eval`). A change that loses recall must lower this on purpose.
-RECALL_AT_10_FLOOR = 0.98
+# Lowered on purpose by the dream cycle (issue 15): `run` now supersedes two reversed decisions,
+# which default search leaves out, and adds dream memories citing the turns they rest on.
+# Measured on one demo home: without the cycle R@5 0.925 R@10 0.986 MRR 0.833; with it
+# R@5 0.925 R@10 0.975 MRR 0.831.
+RECALL_AT_10_FLOOR = 0.97
 COUNTED = ("captured_tasks", "agent_turns", "topic_segments", "memories", "memory_embeddings")
 
 
@@ -67,6 +71,7 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
         assert runs.fetchall() == [
             ("ingest_job", "SUCCESS"),
             ("maintenance_job", "SUCCESS"),
+            ("dream_job", "SUCCESS"),
             ("backup_job", "SUCCESS"),
         ]
 
@@ -77,6 +82,37 @@ def test_rerunning_the_main_command_changes_nothing(home: Path, first_run) -> No
     assert again.returncode == 0, again.stderr[-3000:]
     assert "turns_appended=0" in again.stderr and "embedded=0" in again.stderr
     assert counts(home) == before
+
+
+def test_dream_cycle_retires_the_reversed_decisions(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]
+    # The run says what the cycle did (numbers of its asset metadata).
+    (line,) = [x for x in first_run.stderr.splitlines() if x.strip().startswith("dream_cycle:")]
+    assert "accepted=3" in line and "memories_superseded=2" in line, line
+    url = EmbeddedServer(home / "pgdata").uri("memory")
+    with psycopg.connect(url) as conn:
+        superseded = conn.execute(
+            "SELECT m.title FROM memories m JOIN memory_relationships r ON r.source_id = m.id"
+            " AND r.relation_type = 'superseded_by' AND r.expired_at IS NULL"
+            " WHERE m.status = 'superseded'"
+        ).fetchall()
+        # Redis -> Postgres for rate limits, mmap -> buffered reads. The third reversal (cron
+        # -> systemd timer) was never distilled as a decision on its own: its segment gets an
+        # UPDATE synthesis instead (a segment holds more than the reversed choice).
+        assert {t for (t,) in superseded} == {
+            "Use Redis for the rate limiter",
+            "Use memmap2 for regular files",
+        }
+        updated = conn.execute(
+            "SELECT count(*) FROM memories m JOIN memory_relationships r ON r.source_id = m.id"
+            " AND r.relation_type = 'extends' JOIN memories s ON s.id = r.target_id"
+            " WHERE m.source_type = 'dream_cycle' AND s.type = 'segment'"
+            " AND m.content LIKE '%systemd timer instead of cron%'"
+        ).fetchone()
+        assert updated == (1,)
+        dream = conn.execute(
+            "SELECT metadata -> 'quotes', tags FROM memories WHERE source_type = 'dream_cycle'"
+        ).fetchall()
+        assert len(dream) == 3 and all(quotes and "dream-cycle" in tags for quotes, tags in dream)
 
 
 def test_search_json_carries_native_provenance(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]

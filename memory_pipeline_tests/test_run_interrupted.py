@@ -54,7 +54,7 @@ def test_a_run_killed_in_its_semantic_pass_does_not_block_the_next(
     assert f"run {first_id[:8]} (ingest_job) was left STARTED and its process" in said
     runs = home.runs()
     assert runs.pop(first_id) == "FAILURE"
-    assert set(runs.values()) == {"SUCCESS"} and len(runs) == 3  # ingest, maintenance, backup
+    assert set(runs.values()) == {"SUCCESS"} and len(runs) == 4  # ingest, maintenance, dream, backup
     assert home.llm_slot_holders() == set()
     assert home.tasks_and_pending_passes() == (1, 0)  # the semantic pass was done after all
 

@@ -607,7 +607,8 @@ def dump_sql(dsn: str) -> bytes:
 
 
 async def mcp_outputs(reader_url: str, memory_ids: list[str]) -> list[tuple[str, str]]:
-    from serving.mcp_server import ReaderPool, build_server
+    from serving.mcp.pool import ReaderPool
+    from serving.mcp.tools import build_server
     from serving.search import QueryEmbedder
 
     pool = ReaderPool(reader_url)

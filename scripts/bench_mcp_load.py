@@ -32,7 +32,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from memory_pipeline import tuning
 from memory_pipeline.settings import DEMO_GOLD
-from serving.mcp_server import MCP_PATH, ReaderPool, build_server, http_app
+from serving.mcp.http import MCP_PATH, http_app
+from serving.mcp.pool import ReaderPool
+from serving.mcp.tools import build_server
 
 
 def queries() -> list[str]:

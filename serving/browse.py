@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 
 from serving.browse_models import (
+    DreamProvenance,
     GraphEdge,
     GraphNode,
     MemoryDetail,
@@ -111,7 +112,7 @@ def read_memory(
         row = conn.execute(
             "SELECT id, type, title, left(content, %s), length(content), summary, tags, project,"
             " mem_class, source_type, source_url, status, confidence, parent_id, created_at,"
-            " updated_at FROM memories WHERE id = %s",
+            " updated_at, observation_count, duplicate_of FROM memories WHERE id = %s",
             [content_chars + 1, mid],
         ).fetchone()
         if row is None:
@@ -120,6 +121,7 @@ def read_memory(
         chains, turns_truncated = _provenance_detail(
             conn, mid, turn_chars, total_turn_chars, max_turns
         )
+        dream, successor = _dream_provenance(conn, mid)
     content, content_cut = _cut(row[3], content_chars)
     return MemoryDetail(
         id=row[0],
@@ -140,9 +142,61 @@ def read_memory(
         updated_at=row[15],
         relationships=relationships,
         relationships_truncated=rel_truncated,
+        observation_count=row[16],
+        duplicate_of=row[17],
         provenance=chains,
         turns_truncated=turns_truncated,
+        dream=dream,
+        superseded_by=successor,
     )
+
+
+_VOTES = ("skeptic", "user_advocate", "epistemologist", "methodologist")
+
+
+def _dream_provenance(
+    conn: psycopg.Connection, mid: UUID
+) -> tuple[list[DreamProvenance], UUID | None]:
+    """Dream-cycle candidates that made this memory or superseded it (newest first, bounded),
+    and the memory's live successor when it is superseded."""
+    rows = conn.execute(
+        "SELECT CASE WHEN c.created_memory_id = %(m)s THEN 'created' ELSE 'superseded' END,"
+        " r.id, r.run_type, r.started_at, c.strategy, c.operation, c.schema_operation,"
+        " c.evaluator_a_verdict, c.evaluator_b_verdict, c.evaluator_c_verdict,"
+        " c.evaluator_d_verdict, ARRAY(SELECT cm.memory_id FROM dream_candidate_memories cm"
+        "  WHERE cm.candidate_id = c.id ORDER BY cm.memory_id), c.successor_id,"
+        " c.user_rejected_at, c.user_rejection_reason"
+        " FROM dream_cycle_candidates c JOIN dream_cycle_runs r ON r.id = c.run_id"
+        " WHERE c.stored_at IS NOT NULL AND (c.created_memory_id = %(m)s"
+        " OR (c.operation = 'SUPERSEDE' AND c.target_memory_id = %(m)s))"
+        " ORDER BY c.created_at DESC LIMIT 10",
+        {"m": mid},
+    ).fetchall()
+    dream = [
+        DreamProvenance(
+            role=r[0],
+            run_id=r[1],
+            run_type=r[2],
+            run_started_at=r[3],
+            strategy=r[4],
+            operation=r[5],
+            schema_operation=r[6],
+            votes={k: v for k, v in zip(_VOTES, r[7:11], strict=True) if v},
+            rests_on=list(r[11] or []),
+            successor_id=r[12],
+            user_rejected_at=r[13],
+            user_rejection_reason=r[14],
+        )
+        for r in rows
+    ]
+    successor = conn.execute(
+        "SELECT r.target_id FROM memory_relationships r JOIN memories m ON m.id = r.source_id"
+        " WHERE r.source_id = %s AND r.relation_type = 'superseded_by'"
+        " AND r.expired_at IS NULL AND m.status = 'superseded'"
+        " ORDER BY r.created_at DESC LIMIT 1",
+        [mid],
+    ).fetchone()
+    return dream, successor[0] if successor else None
 
 
 def _relationships(
@@ -153,12 +207,13 @@ def _relationships(
         sql.SQL(
             "SELECT * FROM ("
             " SELECT 'outgoing' AS direction, r.relation_type, r.target_id AS other, m.type,"
-            " m.title, m.status, r.note, r.created_at, r.expired_at"
+            " m.title, m.status, r.note, r.created_at, r.expired_at, r.similarity, r.evidence,"
+            " r.backend"
             " FROM memory_relationships r JOIN memories m ON m.id = r.target_id"
             " WHERE r.source_id = %s{live}"
             " UNION ALL"
             " SELECT 'incoming', r.relation_type, r.source_id, m.type, m.title, m.status, r.note,"
-            " r.created_at, r.expired_at"
+            " r.created_at, r.expired_at, r.similarity, r.evidence, r.backend"
             " FROM memory_relationships r JOIN memories m ON m.id = r.source_id"
             " WHERE r.target_id = %s{live}"
             ") e ORDER BY e.expired_at IS NOT NULL, e.created_at DESC, e.other, e.relation_type"
@@ -177,6 +232,9 @@ def _relationships(
             note=r[6],
             created_at=r[7],
             expired_at=r[8],
+            similarity=r[9],
+            evidence=r[10],
+            backend=r[11],
         )
         for r in rows[:limit]
     ]
@@ -407,7 +465,7 @@ def memory_graph(
         edge_rows = conn.execute(
             sql.SQL(
                 "SELECT r.source_id, r.target_id, r.relation_type, r.note, r.created_at,"
-                " r.expired_at FROM memory_relationships r"
+                " r.expired_at, r.similarity, r.evidence, r.backend FROM memory_relationships r"
                 " WHERE r.source_id = ANY(%s) AND r.target_id = ANY(%s) AND {f}"
                 " ORDER BY r.created_at, r.source_id, r.target_id, r.relation_type LIMIT %s"
             ).format(f=edge_filter),
@@ -415,7 +473,8 @@ def memory_graph(
         ).fetchall()
         truncated = truncated or len(edge_rows) > MAX_GRAPH_EDGES
         node_rows = conn.execute(
-            "SELECT id, type, title, left(content, %s), status, project, created_at"
+            "SELECT id, type, title, left(content, %s), status, project, created_at,"
+            " CASE WHEN source_type = 'dream_cycle' THEN metadata ->> 'dream_run_id' END"
             " FROM memories WHERE id = ANY(%s)",
             [GRAPH_PREVIEW_CHARS + 1, ids],
         ).fetchall()
@@ -437,6 +496,7 @@ def memory_graph(
                 created_at=r[6],
                 depth=depth_of[node_id],
                 provenance=chains.get(str(node_id), []),
+                dream_run_id=r[7],
             )
         )
     edges = [
@@ -447,6 +507,9 @@ def memory_graph(
             note=r[3],
             created_at=r[4],
             expired_at=r[5],
+            similarity=r[6],
+            evidence=r[7],
+            backend=r[8],
         )
         for r in edge_rows[:MAX_GRAPH_EDGES]
     ]

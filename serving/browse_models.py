@@ -77,6 +77,11 @@ class Relationship(BaseModel):
     note: str | None
     created_at: datetime
     expired_at: datetime | None  # set when the edge stopped holding
+    # Set by relationship discovery (sql/016): the cosine when found, the words that justify
+    # the edge, who decided it (structural, vector, offline-rules, ollama:<model>).
+    similarity: float | None = None
+    evidence: str | None = None
+    backend: str | None = None
 
 
 class TurnText(BaseModel):
@@ -108,6 +113,24 @@ class ProvenanceDetail(BaseModel):
     turns: list[TurnText]
 
 
+class DreamProvenance(BaseModel):
+    """What the dream cycle did with a memory: made it (`role` "created") or superseded it
+    (`role` "superseded"), in which run, from which memories, with the panel's votes."""
+
+    role: str  # "created" | "superseded"
+    run_id: UUID
+    run_type: str
+    run_started_at: datetime
+    strategy: str | None
+    operation: str | None
+    schema_operation: str | None
+    votes: dict[str, str]  # evaluator -> accept / reject / defer
+    rests_on: list[UUID]
+    successor_id: UUID | None = None  # SUPERSEDE: the newer memory that replaces the old one
+    user_rejected_at: datetime | None = None
+    user_rejection_reason: str | None = None
+
+
 class MemoryDetail(BaseModel):
     """One memory in full (content cut at the read's bound), its relationships, its sources."""
 
@@ -129,8 +152,15 @@ class MemoryDetail(BaseModel):
     updated_at: datetime
     relationships: list[Relationship]
     relationships_truncated: bool  # more edges than the read returns
+    # Near-duplicates: how often the statement was captured (this memory plus its copies, each
+    # an incoming duplicate_of edge with its own provenance); set on a copy: the kept memory.
+    observation_count: int = 1
+    duplicate_of: UUID | None = None
     provenance: list[ProvenanceDetail]
     turns_truncated: bool  # more supporting turns, or more turn text, than the read returns
+    # The dream cycle's part: set on a dream memory and on a memory it superseded.
+    dream: list[DreamProvenance] = Field(default_factory=list)
+    superseded_by: UUID | None = None  # a superseded memory's live successor
 
 
 class GraphNode(BaseModel):
@@ -142,6 +172,7 @@ class GraphNode(BaseModel):
     project: str | None
     created_at: datetime
     depth: int  # hops from the root (0 = the root)
+    dream_run_id: UUID | None = None  # set on memories the dream cycle made
     provenance: list[Provenance] = Field(default_factory=list)
 
 
@@ -152,6 +183,9 @@ class GraphEdge(BaseModel):
     note: str | None
     created_at: datetime
     expired_at: datetime | None
+    similarity: float | None = None  # as on Relationship
+    evidence: str | None = None
+    backend: str | None = None
 
 
 class MemoryGraph(BaseModel):

@@ -11,7 +11,10 @@ turn that matched best comes first whichever memory holds it, and a further exce
 already in the pack is favoured (it costs no title or provenance lines). An excerpt that does
 not fit is skipped (a smaller later one may still fit). No memory is packed twice, and neither
 is what the pack already holds: an excerpt whose text is in it, or a decision or insight whose
-turns a segment excerpt quotes. The pack lists the memories it quoted in part and those it left
+turns a segment excerpt quotes (a segment excerpt packed later that quotes a distilled item's
+text word for word takes its place and its room). A question about the current state ("... now?")
+packs the latest statement of a fact before older ones that it changed (`newer_first`). The
+pack lists the memories it quoted in part and those it left
 out, and says how to read them whole (`memory_read`). Correction episodes are never packed
 (evidence, not steering).
 """
@@ -19,11 +22,13 @@ out, and says how to read them whole (`memory_read`). Correction episodes are ne
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
 
+from memory_pipeline.relationships.flags import memory_flags
 from serving import rerank_weights as W
 from serving.models import (
     ContextItem,
@@ -36,6 +41,7 @@ from serving.models import (
 )
 from serving.render import pack_item_text
 from serving.search import QueryEmbedder, passage_details, record_retrievals, search
+from serving.text import tokens
 
 _ELLIPSIS = " [...]"
 
@@ -82,6 +88,10 @@ def context(
     )
     hits = [h for h in response.results if h.type not in W.STEERING_EXCLUDED_TYPES and h.passages]
     with conn.transaction():
+        flags = memory_flags(  # relationships: <= 2 per item
+            conn, [str(h.id) for h in hits], include_private=filters.include_private
+        )
+        hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
         neighbours, sizes = _neighbours_and_sizes(conn, hits)
         pack = pack_excerpts(query, token_budget, hits, neighbours, sizes)
         if record_surface and pack.items:
@@ -132,13 +142,18 @@ def pack_excerpts(
     passage_counts: dict[str, int],
 ) -> ContextPack:
     """The pack for ranked hits whose `passages` are their matched passages, best first."""
+    matched = [
+        (i, passage, excerpt_priority(passage, i, hit.type))
+        for i, hit in enumerate(hits)
+        for passage in hit.passages
+    ]
+    if asks_current_state(query):
+        matched = newer_first(query, hits, matched)
     candidates: list[_Candidate] = []
-    for i, hit in enumerate(hits):
-        for passage in hit.passages:
-            base = excerpt_priority(passage, i, hit.type)
-            candidates.append(_Candidate(base, i, passage, False))
-            for n in neighbours.get(str(passage.id), []):
-                candidates.append(_Candidate(base * W.PACK_NEIGHBOUR_SHARE, i, n, True))
+    for i, passage, base in matched:
+        candidates.append(_Candidate(base, i, passage, False))
+        for n in neighbours.get(str(passage.id), []):
+            candidates.append(_Candidate(base * W.PACK_NEIGHBOUR_SHARE, i, n, True))
 
     items: dict[int, ContextItem] = {}
     packed_ids: set[str] = set()
@@ -165,6 +180,20 @@ def pack_excerpts(
         excerpt = _excerpt(cand.passage, cand.neighbour)
         trial = _with_excerpt(hit, item, excerpt)
         cost = tokens_of(pack_item_text(trial)) - (tokens_of(pack_item_text(item)) if item else 0)
+        # A distilled memory packed earlier whose every excerpt this segment excerpt quotes
+        # word for word (a sentence of the turn) would be said twice: it gives its room back.
+        # Text, not turn ids: a long turn is cut into several passages.
+        covered = (
+            [
+                j
+                for j, other in items.items()
+                if hits[j].type != "segment"
+                and all(_normal(e.text) and _normal(e.text) in key for e in other.excerpts)
+            ]
+            if hit.type == "segment" and key
+            else []
+        )
+        cost -= sum(tokens_of(pack_item_text(items[j])) for j in covered)
         if used + cost > token_budget:
             if not items and not cand.neighbour:
                 # Nothing packed yet and the best excerpt alone is too long: quote its head.
@@ -176,6 +205,9 @@ def pack_excerpts(
             skipped = True
             continue
         used += cost
+        for j in covered:
+            del items[j]
+            represented.add(j)
         items[cand.hit_index] = trial
         packed_ids.add(pid)
         packed_texts.append(key)
@@ -247,6 +279,55 @@ def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment
     return score if kind == "segment" else score * W.PACK_DISTILLED_SHARE
 
 
+_CURRENT_STATE = re.compile(
+    r"\b(?:" + "|".join(re.escape(c) for c in W.PACK_CURRENT_STATE_CUES) + r")\b", re.I
+)
+
+
+_CHANGE_TOKENS = frozenset(tokens(" ".join(W.PACK_CHANGE_CUES)))
+
+
+def asks_current_state(query: str) -> bool:
+    """Whether the query asks for the current value of something ("... now?", "currently",
+    "these days"): then the newest statement of a fact is what answers it."""
+    return bool(_CURRENT_STATE.search(query))
+
+
+def newer_first(
+    query: str, hits: list[SearchHit], matched: list[tuple[int, PassageMatch, float]]
+) -> list[tuple[int, PassageMatch, float]]:
+    """For a current-state query: a matched passage ranks at least PACK_NEWER_STEP above every
+    older matched passage that states the same fact, so the latest statement is packed before
+    what it replaced (the older ones keep their priority and follow as the budget allows).
+
+    Two passages state the same fact when the query content words both contain are at least
+    PACK_SAME_FACT_SHARE of the query's (cue words left out), and the newer one states a
+    change only if it says so (one of PACK_CHANGE_CUES): a later mention of the same thing
+    ("the wedding was lovely") is not an update. Time is the memory's (the turn it
+    happened in) and, within a memory, the passage order. Only the PACK_UPDATE_CANDIDATES best
+    passages are compared (the rest could not be packed first anyway)."""
+    query_words = tokens(query) - tokens(" ".join(_CURRENT_STATE.findall(query)))
+    if not query_words:
+        return matched
+    order = sorted(range(len(matched)), key=lambda n: -matched[n][2])
+    top = set(order[: W.PACK_UPDATE_CANDIDATES])
+    when = {n: (hits[matched[n][0]].created_at, matched[n][1].ordinal) for n in top}
+    words = {n: tokens(matched[n][1].text) for n in top}
+    shared = {n: words[n] & query_words for n in top}
+    priority = {n: matched[n][2] for n in top}
+    chronological = sorted(top, key=lambda n: (when[n], n))
+    for pos, newer in enumerate(chronological):
+        if not words[newer] & _CHANGE_TOKENS:
+            continue  # a later mention that says nothing changed (it happened, it was nice)
+        for older in chronological[:pos]:
+            if when[older] >= when[newer]:
+                continue  # same moment: no order between them
+            common = shared[newer] & shared[older]
+            if len(common) >= W.PACK_SAME_FACT_SHARE * len(query_words):
+                priority[newer] = max(priority[newer], priority[older] * W.PACK_NEWER_STEP)
+    return [(i, p, priority.get(n, prio)) for n, (i, p, prio) in enumerate(matched)]
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -276,6 +357,7 @@ def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) ->
             truncated=True,
             excerpts=[excerpt],
             provenance=hit.provenance,
+            flags=hit.flags,
         )
     return item.model_copy(update={"excerpts": [*item.excerpts, excerpt]})
 

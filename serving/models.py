@@ -25,6 +25,15 @@ class SearchFilters(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
     statuses: list[MemoryStatus] = Field(default_factory=lambda: list(DEFAULT_STATUSES))
+    # Near-duplicate copies (memories.duplicate_of set) are left out: their kept memory stands
+    # for them and counts their observations. True shows them too.
+    include_duplicates: bool = False
+    # Leave out memories a newer decision reverses (a live `contradicts` edge to them) or that
+    # have a live `superseded_by` edge.
+    exclude_reversed: bool = False
+    # Private-tier memories (sql/019) are left out unless the caller opts in: --include-private
+    # on the CLI, an MCP server started with --include-private.
+    include_private: bool = False
 
 
 class TurnRef(BaseModel):
@@ -85,6 +94,8 @@ class SearchHit(BaseModel):
     temporal_context: bool = False  # appended as a neighbour of the top result
     provenance: list[Provenance] = Field(default_factory=list)
     passages: list[PassageMatch] = Field(default_factory=list)  # what matched, best first
+    observation_count: int = 1  # how often the statement was captured (near-duplicates)
+    flags: list[str] = Field(default_factory=list)  # set by context packs (ContextItem)
 
 
 class SearchResponse(BaseModel):
@@ -117,6 +128,9 @@ class ContextItem(BaseModel):
     excerpts: list[Excerpt]
     provenance: list[Provenance]
     temporal_context: bool = False  # packs quote matches only; kept for older clients
+    # Warnings about this memory (at most two): a live `contradicts` edge, a newer reversing
+    # decision, a successor. The agent judges what to do with them.
+    flags: list[str] = Field(default_factory=list)
 
     @property
     def text(self) -> str:

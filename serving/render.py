@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -119,6 +120,8 @@ def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
         extra = f' rank="{i}" score="{h.score:.3f}"'
         if h.temporal_context:
             extra += ' temporal_context="true"'
+        if h.observation_count > 1:  # near-duplicates folded into this memory
+            extra += f' observed="{h.observation_count}"'
         blocks.append(
             memory_block(
                 str(h.id), h.type, h.title, text, h.created_at.isoformat(), extra, h.provenance
@@ -140,6 +143,7 @@ def pack_item_text(item: ContextItem) -> str:
         f"title: {clean(_short(item.title, W.PACK_TITLE_CHARS))}",
         clean(f"from: {tasks}") if tasks else "from: no captured task",
     ]
+    lines += [clean(f"flag: {f}") for f in item.flags]  # relationship warnings, at most two
     for e in item.excerpts:
         lines.append(f"{excerpt_label(e.turns, e.neighbour, e.truncated)} {clean(e.text)}")
     lines.append("</memory>")
@@ -222,6 +226,22 @@ def timeline_text(tl: Timeline) -> str:
     return "\n\n".join([head, *(summary_block(i) for i in tl.items)])
 
 
+def edge_details(
+    created_at: datetime, similarity: float | None, evidence: str | None, backend: str | None
+) -> str:
+    """An edge's age, and what relationship discovery recorded on it (sql/016)."""
+    days = max(0, (datetime.now(UTC) - created_at).days)
+    parts = [f"found {days}d ago" if days else "found today"]
+    if backend:
+        parts.append(f"by {attr(backend)}")
+    if similarity is not None:
+        parts.append(f"cosine {similarity:.2f}")
+    text = f" [{', '.join(parts)}]"
+    if evidence:
+        text += f" evidence: {clean(evidence)}"
+    return text
+
+
 def graph_text(graph: MemoryGraph) -> str:
     head = (
         f"Relationship graph around {graph.root_id} to depth {graph.depth}: "
@@ -233,7 +253,10 @@ def graph_text(graph: MemoryGraph) -> str:
     lines = [head, "", "relationships (source --type--> target):"]
     for e in graph.edges:
         expired = f" (expired {e.expired_at.isoformat()})" if e.expired_at else ""
-        lines.append(f"- {e.source_id} --{attr(e.relation_type)}--> {e.target_id}{expired}")
+        lines.append(
+            f"- {e.source_id} --{attr(e.relation_type)}--> {e.target_id}{expired}"
+            + edge_details(e.created_at, e.similarity, e.evidence, e.backend)
+        )
     if not graph.edges:
         lines.append("- none")
     blocks = [
@@ -244,7 +267,8 @@ def graph_text(graph: MemoryGraph) -> str:
             n.preview,
             n.created_at.isoformat(),
             f' status="{attr(n.status)}" depth="{n.depth}"'
-            + (f' project="{attr(n.project)}"' if n.project else ""),
+            + (f' project="{attr(n.project)}"' if n.project else "")
+            + (f' dream_run="{n.dream_run_id}"' if n.dream_run_id else ""),
             n.provenance,
         )
         for n in graph.nodes
@@ -266,6 +290,23 @@ def detail_text(d: MemoryDetail) -> str:
     if d.tags:
         meta.append("tags: " + ", ".join(clean(t) for t in d.tags))
     meta.append(f"confidence: {d.confidence:.2f}")
+    if d.observation_count > 1:
+        meta.append(f"observed: {d.observation_count} times (copies: incoming duplicate_of)")
+    if d.duplicate_of:
+        meta.append(f"near-duplicate of: {d.duplicate_of} (the memory search shows)")
+    if d.superseded_by:
+        meta.append(f"superseded by: {d.superseded_by} (read it for what holds now)")
+    for dp in d.dream:
+        votes = ", ".join(f"{k} {v}" for k, v in dp.votes.items())
+        line = (
+            f"dream cycle: {dp.role} by run {dp.run_id} ({attr(dp.run_type)}, "
+            f"{dp.run_started_at.date().isoformat()}), {attr(dp.operation or '')} via "
+            f"{attr(dp.strategy or '')}; votes: {votes}; rests on: "
+            + ", ".join(str(m) for m in dp.rests_on)
+        )
+        if dp.user_rejected_at:
+            line += f"; rejected by the user: {clean(dp.user_rejection_reason or '')}"
+        meta.append(line)
     if d.summary:
         meta.append(f"summary: {clean(d.summary)}")
     meta.append(
@@ -291,6 +332,7 @@ def detail_text(d: MemoryDetail) -> str:
         rels.append(
             f"- {r.direction} {attr(r.relation_type)} {arrow} {r.other_id} "
             f"({attr(r.other_type)}, {attr(r.other_status)}): {clean(r.other_title)}{expired}"
+            + edge_details(r.created_at, r.similarity, r.evidence, r.backend)
         )
     if not d.relationships:
         rels.append("- none")

@@ -5,6 +5,7 @@ Weights and constants come from `serving/rerank_weights.py`; the formula is docu
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -147,7 +148,6 @@ def diversify(
     result from one task still beats a weak result from another; an equal one does not.
     Ties keep the incoming order, so the outcome is deterministic.
     """
-    remaining = list(ranked)
     counts: dict[str, int] = {}
     out: list[Candidate] = []
 
@@ -155,9 +155,19 @@ def diversify(
         extra = counts.get(c.task_id, 0) - (per_task - 1) if c.task_id else 0
         return scores[c.id] - penalty * max(0, extra)
 
-    while remaining:
-        best = max(range(len(remaining)), key=lambda i: (effective(remaining[i]), -i))
-        chosen = remaining.pop(best)
+    # Lazy greedy over a heap keyed (-effective, incoming position): a candidate's effective
+    # score only ever drops (when its task gains a result), so a popped entry whose key is
+    # still current is the best remaining one. Same choices as rescanning every candidate
+    # each step, in O(n log n) instead of O(n^2).
+    heap = [(-effective(c), i) for i, c in enumerate(ranked)]
+    heapq.heapify(heap)
+    while heap:
+        key, i = heapq.heappop(heap)
+        current = -effective(ranked[i])
+        if current != key:
+            heapq.heappush(heap, (current, i))
+            continue
+        chosen = ranked[i]
         if chosen.task_id:
             counts[chosen.task_id] = counts.get(chosen.task_id, 0) + 1
         out.append(chosen)

@@ -41,6 +41,14 @@ HNSW_EF_SEARCH = 200
 BM25_K1 = 1.2
 BM25_B = 0.75
 BM25_TITLE_TF = 2.0
+# The BM25 channel reads each query lexeme's best postings in impact order (sql/021) instead
+# of scoring every passage that holds it: this many per lexeme (a rare lexeme's whole list),
+# times BM25_FILTERED_POSTINGS_FACTOR under a narrowing filter (project, type, time, ...) so
+# enough survive it; the best BM25_RESCORE_PASSAGES passages by that partial sum are then
+# scored exactly over every query lexeme.
+BM25_POSTINGS_PER_LEXEME = 600
+BM25_FILTERED_POSTINGS_FACTOR = 4
+BM25_RESCORE_PASSAGES = 400
 
 # --- fusion ---------------------------------------------------------------------------------
 RRF_K = 60
@@ -105,6 +113,47 @@ PACK_DISTILLED_SHARE = 0.8
 PACK_NEIGHBOUR_SHARE = 0.7
 PACK_OPEN_ITEM_BONUS = 1.25
 PACK_PASSAGES_PER_HIT = 8
+# Updates: when the query asks for the current state (one of PACK_CURRENT_STATE_CUES as a
+# word), a matched passage that states a change (PACK_CHANGE_CUES) is packed at least
+# PACK_NEWER_STEP times above each older one that states the same fact (they share
+# PACK_SAME_FACT_SHARE of the query's content words), among the
+# PACK_UPDATE_CANDIDATES best passages (serving/context_pack.py newer_first).
+PACK_CURRENT_STATE_CUES = (
+    "now",
+    "currently",
+    "current",
+    "these days",
+    "nowadays",
+    "today",
+    "latest",
+    "at the moment",
+    "anymore",
+    "any more",
+)
+# ("still" is not a cue: "still returning 429" asks whether a problem persists, not for a value
+# that changed; on the demo gold it lifted a newer, unrelated 429 discussion.)
+# Words by which a newer passage says that something changed (stemmed like queries).
+PACK_CHANGE_CUES = (
+    "changed",
+    "moved",
+    "switched",
+    "replaced",
+    "instead",
+    "new",
+    "now",
+    "no longer",
+    "anymore",
+    "updated",
+    "upgraded",
+    "revised",
+    "raised",
+    "dropped",
+    "cancelled",
+    "postponed",
+)
+PACK_NEWER_STEP = 1.02
+PACK_SAME_FACT_SHARE = 0.5
+PACK_UPDATE_CANDIDATES = 60
 # A packed memory's title line is cut to this many characters (the excerpts carry the text).
 PACK_TITLE_CHARS = 60
 # How many of the memories that did not fit a pack lists by name (all are counted).

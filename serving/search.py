@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from memory_pipeline.embedding.spaces import serving_space
 from serving import rerank_weights as W
 from serving.models import (
     PassageMatch,
@@ -76,9 +77,13 @@ class _Row:
     updated_at: datetime
 
 
-def serving_space(conn: psycopg.Connection) -> tuple[str, int] | None:
-    row = conn.execute("SELECT name, dims FROM embedding_spaces WHERE serving").fetchone()
-    return (row[0], row[1]) if row else None
+# A memory a newer decision reverses (live contradicts edge: newer -> older) or that has a
+# successor (live superseded_by edge: old -> new); relationship discovery writes the first.
+REVERSED_SQL = (
+    "NOT EXISTS (SELECT 1 FROM memory_relationships r WHERE r.expired_at IS NULL AND"
+    " ((r.relation_type = 'contradicts' AND r.target_id = m.id)"
+    " OR (r.relation_type = 'superseded_by' AND r.source_id = m.id)))"
+)
 
 
 def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
@@ -103,6 +108,12 @@ def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
     if filters.until:
         conds.append(sql.SQL("m.created_at < %s"))
         params.append(filters.until)
+    if not filters.include_private:
+        conds.append(sql.SQL("NOT m.private"))
+    if not filters.include_duplicates:
+        conds.append(sql.SQL("m.duplicate_of IS NULL"))
+    if filters.exclude_reversed:
+        conds.append(sql.SQL(REVERSED_SQL))
     return sql.SQL(" AND ").join(conds), params
 
 
@@ -134,37 +145,74 @@ EMPTY = ChannelResult([], [])
 def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -> ChannelResult:
     """Okapi BM25 over passages: any query lexeme may match, rare ones weigh most.
 
-    The query's English lexemes are OR-ed (a question rarely repeats every word of its answer)
-    and the GIN index finds the passages holding any of them; BM25 then ranks those with the
-    inverse document frequencies the pipeline recorded over passages. Before the first
-    statistics exist, every lexeme counts the same. Returned: the best passages of the best
+    The query's English lexemes are OR-ed (a question rarely repeats every word of its answer),
+    weighted by the inverse document frequencies the pipeline recorded over passages (before
+    the first statistics exist, every lexeme counts the same). Scoring every passage that holds
+    a common word is what made this channel slow (issue 12), so it reads an impact-ordered
+    index (passage_postings, sql/021): for each lexeme only its BM25_POSTINGS_PER_LEXEME best
+    postings, found in impact order by a btree. Passages found that way are filtered, the best
+    BM25_RESCORE_PASSAGES of them by that partial sum are scored exactly over every query
+    lexeme, and ranked. A rare lexeme's list is read whole; only a common lexeme's long tail,
+    whose postings weigh least, is left unread. Returned: the best passages of the best
     CANDIDATES_PER_CHANNEL memories (each memory's best passage, and any passage within the
     top PASSAGE_CANDIDATES_PER_CHANNEL).
     """
-    lexemes: list[str] = conn.execute(
-        "SELECT ARRAY(SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', %s)))"
-        " AS l ORDER BY 1)",
-        [query],
-    ).fetchone()[0]  # type: ignore[index]
-    if not lexemes:
-        return EMPTY
-    idfs, avgdl = _bm25_statistics(conn, lexemes)
-    tsquery = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lexemes)
-    where, params = filter_sql(filters)
-    rows = conn.execute(
+    statement, params = bm25_statement(query, filters)
+    return ChannelResult.of(conn.execute(statement, params).fetchall())
+
+
+def bm25_statement(query: str, filters: SearchFilters) -> tuple[sql.Composed, list[Any]]:
+    """The BM25 channel's one statement and its parameters (the benchmark EXPLAINs it).
+
+    One statement, one round trip: under load every extra round trip waits for a core."""
+    where, filter_params = filter_sql(filters)
+    per_lexeme = W.BM25_POSTINGS_PER_LEXEME
+    if _narrowing(filters):
+        per_lexeme *= W.BM25_FILTERED_POSTINGS_FACTOR
+    return (
         sql.SQL(
-            "WITH scored AS ("
-            " SELECT p.id, p.memory_id, sum(t.idf * t.tf * %s"
-            "   / (t.tf + %s * (1 - %s + %s * length(p.search_vector) / %s))) AS s"
-            " FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
+            # The query's lexemes with the idf of _bm25_statistics (1 before any statistics).
+            "WITH q(lexeme, idf) AS MATERIALIZED ("
+            " SELECT l.lexeme, CASE WHEN coalesce(c.documents, 0) = 0 THEN 1.0"
+            "  ELSE ln(1 + (c.documents - coalesce(t.ndoc, 0) + 0.5) / (coalesce(t.ndoc, 0) + 0.5))"
+            "  END"
+            " FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s)))"
+            "       AS lexeme) l"
+            " LEFT JOIN passage_term_stats t ON t.lexeme = l.lexeme"
+            " LEFT JOIN passage_corpus_stats c ON true"
+            # Each lexeme's best postings, in impact order from the btree.
+            "), read AS MATERIALIZED ("
+            " SELECT q.lexeme, q.idf * h.impact AS w, h.passage_id"
+            " FROM q CROSS JOIN LATERAL ("
+            "   SELECT pp.passage_id, pp.impact FROM passage_postings pp"
+            "   WHERE pp.lexeme = q.lexeme ORDER BY pp.impact DESC LIMIT %s"
+            " ) h"
+            # Lexemes whose list was cut short: only their contributions can be missing.
+            "), cut AS MATERIALIZED ("
+            " SELECT lexeme FROM read GROUP BY lexeme HAVING count(*) >= %s"
+            "), hits AS MATERIALIZED ("
+            " SELECT passage_id, sum(w) AS partial,"
+            "  coalesce(sum(w) FILTER (WHERE lexeme NOT IN (SELECT lexeme FROM cut)), 0) AS whole"
+            " FROM read GROUP BY passage_id"
+            # Best partial sums first, filtered one by one until enough passed: a nested
+            # loop over the sorted hits that stops at the LIMIT (the inner LIMIT 1 keeps the
+            # planner from turning it into a hash join over every hit).
+            "), candidates AS MATERIALIZED ("
+            " SELECT x.id, x.memory_id, h.whole"
+            " FROM (SELECT * FROM hits ORDER BY partial DESC, passage_id) h"
             " CROSS JOIN LATERAL ("
-            "   SELECT q.idf, (SELECT sum(CASE w WHEN 'A' THEN %s ELSE 1 END)"
-            "                  FROM unnest(u.weights) AS w) AS tf"
-            "   FROM unnest(p.search_vector) AS u"
-            "   JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme"
-            " ) t"
-            " WHERE p.search_vector @@ CAST(%s AS tsquery) AND {where}"
-            " GROUP BY p.id"
+            "   SELECT p.id, p.memory_id FROM memory_passages p JOIN memories m"
+            "   ON m.id = p.memory_id WHERE p.id = h.passage_id AND {where} LIMIT 1"
+            " ) x LIMIT %s"
+            # Exact scores: what the whole lists gave, plus each candidate's postings of the
+            # cut lexemes, looked up by primary key.
+            "), scored AS ("
+            " SELECT c.id, c.memory_id, c.whole + coalesce(e.s, 0) AS s"
+            " FROM candidates c CROSS JOIN LATERAL ("
+            "   SELECT sum(q.idf * pp.impact) AS s FROM passage_postings pp"
+            "   JOIN q ON q.lexeme = pp.lexeme"
+            "   WHERE pp.passage_id = c.id AND pp.lexeme = ANY(ARRAY(SELECT lexeme FROM cut))"
+            " ) e"
             "), ranked AS ("
             " SELECT id, memory_id, s,"
             "  row_number() OVER (ORDER BY s DESC, id) AS prank,"
@@ -178,21 +226,31 @@ def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -
             " WHERE r.inner_rank = 1 OR r.prank <= %s ORDER BY r.s DESC, r.id"
         ).format(where=where),
         [
-            W.BM25_K1 + 1,
-            W.BM25_K1,
-            W.BM25_B,
-            W.BM25_B,
-            avgdl,
-            W.BM25_TITLE_TF,
-            lexemes,
-            idfs,
-            tsquery,
-            *params,
+            query,
+            per_lexeme,
+            per_lexeme,
+            *filter_params,
+            W.BM25_RESCORE_PASSAGES,
             W.CANDIDATES_PER_CHANNEL,
             W.PASSAGE_CANDIDATES_PER_CHANNEL,
         ],
-    ).fetchall()
-    return ChannelResult.of(rows)
+    )
+
+
+def _narrowing(filters: SearchFilters) -> bool:
+    """Whether a filter may drop many of the passages the postings yield (project, type, time,
+    ...), so more postings per lexeme are read to leave enough after filtering."""
+    return any(
+        (
+            filters.types,
+            filters.mem_classes,
+            filters.projects,
+            filters.sources,
+            filters.tags,
+            filters.since,
+            filters.until,
+        )
+    )
 
 
 def _bm25_statistics(conn: psycopg.Connection, lexemes: list[str]) -> tuple[list[float], float]:
@@ -484,6 +542,13 @@ def search(
             nearest_only=not near_passages,
         )
 
+        observed = dict(
+            conn.execute(  # near-duplicates folded into a kept memory (relationship discovery)
+                "SELECT id::text, observation_count FROM memories"
+                " WHERE id = ANY(%s::uuid[]) AND observation_count > 1",
+                [[c.id for c in ranked + extra]],
+            ).fetchall()
+        )
         hits = []
         extra_ids = {c.id for c in extra}
         for cand in ranked + extra:
@@ -511,6 +576,7 @@ def search(
                     temporal_context=is_extra,
                     provenance=chains.get(cand.id, []),
                     passages=matched.get(cand.id, []),
+                    observation_count=observed.get(cand.id, 1),
                 )
             )
         if record_surface and ranked:

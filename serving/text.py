@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -18,6 +19,10 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 _TOKEN = re.compile(r"[a-z0-9]+(?:[_.-][a-z0-9]+)*")
+_PART_SEPARATOR = re.compile(r"[_.-]")
+# The rerank tokenizes every candidate's whole text on each search: stemming the same words
+# again and again was most of the full pipeline's time at 10K memories (issue 12).
+_stem = functools.lru_cache(maxsize=1 << 16)(stem)
 
 
 def tokens(text: str) -> set[str]:
@@ -25,10 +30,10 @@ def tokens(text: str) -> set[str]:
     text = unicodedata.normalize("NFKC", text).lower()
     out: set[str] = set()
     for tok in _TOKEN.findall(text):
-        parts = {tok, *re.split(r"[_.-]", tok)}
+        parts = {tok, *_PART_SEPARATOR.split(tok)}
         for part in parts:
             if len(part) >= 2 and part not in _STOPWORDS:
-                out.add(stem(part))
+                out.add(_stem(part))
     return out
 
 

@@ -59,7 +59,7 @@ from memory_pipeline.backup.pgtools import (
     unreadable_note,
 )
 from memory_pipeline.db.connection import connect
-from memory_pipeline.tuning import BACKUP_CHUNK_SIZE
+from memory_pipeline.tuning import BACKUP_CHUNK_SIZE, BACKUP_DUMP_COMPRESS_LEVEL
 
 Progress = Callable[[str], None]
 
@@ -184,6 +184,7 @@ def _dump(tools: PgTools, dsn: str, snapshot: str, dest: Path, key: BackupKey) -
     args = [
         str(tools.pg_dump),
         "--format=custom",  # compressed, and pg_restore can pick objects from it
+        f"--compress={BACKUP_DUMP_COMPRESS_LEVEL}",  # gzip level: see tuning
         "--no-password",  # never prompt: a scheduled run has no terminal
         f"--snapshot={snapshot}",
         f"--dbname={conninfo}",

@@ -37,6 +37,7 @@ from memory_pipeline.capture.store import (
     store_task,
     task_day,
 )
+from memory_pipeline.forget.privacy import CaptureRules
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def capture_window(
     progress: Callable[[str], None] | None = None,
 ) -> CaptureReport:
     """Capture tasks whose start day d satisfies start <= d < end."""
+    CaptureRules.from_settings()  # a bad MEMORY_EXCLUDE / MEMORY_PRIVATE rule stops the run here
     report = CaptureReport()
     for connector in connectors:
         try:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from memory_pipeline.forget.privacy import PRIVATE_KIND, strip_private
 from memory_pipeline.tuning import (
     REDACT_MIN_SECRET_CHARS,
     REDACT_RANDOM_MIN_CHARS,
@@ -248,8 +249,13 @@ class Redactions:
 
 
 def redact(text: str) -> tuple[str, Redactions]:
-    """Return the text with secrets replaced, and what was replaced."""
+    """Return the text with secrets replaced, and what was replaced.
+
+    `<private>` blocks go first (forget/privacy.py): what they hold is never stored nor scanned.
+    """
     found = Redactions()
+    text, n = strip_private(text)
+    found.count(PRIVATE_KIND, n)
     for kind, pattern, group in _SHAPES:
         text, n = _sub_shape(pattern, group, f"{_MARK}{kind}]", text)
         found.count(kind, n)

@@ -37,6 +37,8 @@ from psycopg.types.json import Jsonb
 from memory_pipeline.capture.models import ParsedTask, ParsedTurn, ParseIssue, TaskTitle
 from memory_pipeline.capture.redact import Redactions, redact
 from memory_pipeline.capture.report import CaptureReport
+from memory_pipeline.forget.privacy import CaptureRules, Rule
+from memory_pipeline.forget.tombstones import forgotten_turns, task_forgotten
 from memory_pipeline.tuning import (
     CAPTURE_JSON_MAX_DEPTH,
     CAPTURE_SKIP_KEY_MAX_CHARS,
@@ -275,6 +277,16 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
     """Capture one user-owned task, or record why it was skipped. Call inside a transaction."""
     day = task_day(task)
     report.tasks_seen += 1
+    # Forgotten (forget/tombstones.py) and excluded (MEMORY_EXCLUDE) tasks are never stored.
+    if task_forgotten(conn, task.source, storable(task.native_id)[0]):
+        report.count_skip(task.source, task.native_id, "forgotten")
+        return
+    rules = CaptureRules.from_settings()
+    rule = rules.excluded_by(task.source, task.native_context)
+    if rule is not None:
+        record_exclusion(conn, task, day, rule)
+        report.count_skip(task.source, task.native_id, "excluded")
+        return
     if task.ownership.ownership != "user_owned":
         record_task_skip(conn, task, day)
         report.count_skip(task.source, task.native_id, task.ownership.reason)
@@ -283,14 +295,15 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
     fix = Storable()
     native_id = fix.text(task.native_id)
     source_path = fix.path(task.source_path)
+    private = rules.is_private(task.source, task.native_context)
     title = _title(task, fix)
     # Insert-or-nothing first, then lock the row: two runs capturing the same task at once
     # (a backfill overlapping the sensor) serialise here, and the second appends nothing.
     inserted = conn.execute(
         "INSERT INTO captured_tasks (source, native_id, title, title_source,"
         " title_observed_at, started_at, partition_day, native_context, source_path,"
-        " ownership_reason, ownership_evidence)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ownership_reason, ownership_evidence, private)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (source, native_id) DO NOTHING RETURNING id",
         [
             task.source,
@@ -304,15 +317,17 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
             source_path,
             task.ownership.reason,
             Jsonb(fix.json(task.ownership.evidence)),
+            private,
         ],
     ).fetchone()
+    turn_count = 0
     if inserted:
         task_id = inserted[0]
         report.tasks_captured += 1
         report.unstorable_chars_replaced += fix.replaced
     else:
-        task_id, stored_title, stored_source, stored_path = conn.execute(
-            "SELECT id, title, title_source, source_path FROM captured_tasks"
+        task_id, stored_title, stored_source, stored_path, turn_count, was_private = conn.execute(
+            "SELECT id, title, title_source, source_path, turn_count, private FROM captured_tasks"
             " WHERE source = %s AND native_id = %s FOR UPDATE",
             [task.source, native_id],
         ).fetchone()  # type: ignore[misc]
@@ -330,6 +345,8 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
                 "UPDATE captured_tasks SET source_path = %s WHERE id = %s",
                 [source_path, task_id],
             )
+        if was_private != private:  # a MEMORY_PRIVATE rule was added or removed (sql/019)
+            conn.execute("UPDATE captured_tasks SET private = %s WHERE id = %s", [private, task_id])
 
     stored = [
         StoredTurn(*r)
@@ -340,13 +357,16 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
             [task_id],
         ).fetchall()
     ]
-    new, drift = plan_append(stored, [clean_turn(t) for t in task.turns])
+    parsed = [clean_turn(t) for t in task.turns]
+    gone = forgotten_turns(conn, (c.content_sha256 for c in parsed))
+    new, drift = plan_append(stored, [c for c in parsed if c.content_sha256 not in gone])
     report.drift_ignored += drift
     if task.unfinished_turn:
         report.unfinished_turns_waiting += 1
     if not new:
         return
-    next_ordinal = len(stored)
+    # Forgotten turns leave gaps: ordinals continue after every turn ever appended.
+    next_ordinal = max(len(stored), turn_count, stored[-1].ordinal + 1 if stored else 0)
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO agent_turns (task_id, ordinal, native_turn_id, prompt, outcome,"
@@ -409,6 +429,26 @@ def record_task_skip(conn: psycopg.Connection, task: ParsedTask, day: date) -> N
             f"{task.ownership.ownership} task",
             task.ownership.ownership,
             Jsonb(fix.json(task.ownership.evidence)),
+            day,
+        ],
+    )
+
+
+def record_exclusion(conn: psycopg.Connection, task: ParsedTask, day: date, rule: Rule) -> None:
+    """A task a MEMORY_EXCLUDE rule matched: recorded with the rule, nothing of it stored."""
+    fix = Storable()
+    conn.execute(
+        "INSERT INTO capture_skips (kind, source, native_id, path, reason, detail, ownership,"
+        " evidence, partition_day) VALUES ('task', %s, %s, %s, 'excluded', %s, %s, %s, %s)"
+        " ON CONFLICT (kind, source, native_id, path, line, reason) DO UPDATE"
+        " SET detail = EXCLUDED.detail, evidence = EXCLUDED.evidence",
+        [
+            task.source,
+            skip_key(fix.text(task.native_id)),
+            skip_key(fix.path(task.source_path)),
+            fix.text(f"MEMORY_EXCLUDE rule {rule}")[:500],
+            task.ownership.ownership,
+            Jsonb({"rule": fix.text(str(rule))}),
             day,
         ],
     )

@@ -23,13 +23,20 @@ SourceOpt = Annotated[
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable, any of).")]
 SinceOpt = Annotated[datetime | None, typer.Option(help="Only memories created at or after this.")]
 UntilOpt = Annotated[datetime | None, typer.Option(help="Only memories created before this.")]
+PrivateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--include-private",
+        help="Include private-tier memories (MEMORY_PRIVATE); left out by default.",
+    ),
+]
 StatusOpt = Annotated[
     list[str] | None,
     typer.Option("--status", help="Statuses to include (default: active, explored)."),
 ]
 
 
-def _filters(types, projects, sources, tags, since, until, statuses):  # type: ignore[no-untyped-def]
+def _filters(types, projects, sources, tags, since, until, statuses, include_private=False):  # type: ignore[no-untyped-def]
     from pydantic import ValidationError
 
     from serving.models import SearchFilters
@@ -41,6 +48,7 @@ def _filters(types, projects, sources, tags, since, until, statuses):  # type: i
         "tags": tags,
         "since": since,
         "until": until,
+        "include_private": include_private,
     }
     if statuses:
         fields["statuses"] = statuses
@@ -73,6 +81,14 @@ def search(
     since: SinceOpt = None,
     until: UntilOpt = None,
     statuses: StatusOpt = None,
+    include_private: PrivateOpt = False,
+    exclude_reversed: Annotated[
+        bool,
+        typer.Option(
+            "--exclude-reversed",
+            help="Leave out memories a newer decision reverses (or that were superseded).",
+        ),
+    ] = False,
 ) -> None:
     """Hybrid search (BM25 + vectors + rerank) over memories, as an agent would see it."""
     from serving.db import connect_reader, reader_errors
@@ -81,7 +97,8 @@ def search(
 
     query = _check_query(query)
     settings = Settings.from_env()
-    filters = _filters(types, projects, sources, tags, since, until, statuses)
+    filters = _filters(types, projects, sources, tags, since, until, statuses, include_private)
+    filters.exclude_reversed = exclude_reversed
     with reader_errors(), connect_reader() as conn:
         response = run_search(
             conn,
@@ -146,6 +163,7 @@ def context(
     json_output: Annotated[bool, typer.Option("--json", help="The pack as JSON.")] = False,
     projects: ProjectOpt = None,
     sources: SourceOpt = None,
+    include_private: PrivateOpt = False,
 ) -> None:
     """A token-budgeted context pack for a task description (what an agent gets at start)."""
     from serving.context_pack import context as build_pack
@@ -155,7 +173,7 @@ def context(
 
     query = _check_query(query)
     settings = Settings.from_env()
-    filters = _filters(None, projects, sources, None, None, None, None)
+    filters = _filters(None, projects, sources, None, None, None, None, include_private)
     with reader_errors(), connect_reader() as conn:
         pack = build_pack(
             conn,
@@ -184,11 +202,18 @@ def mcp(
         list[str] | None,
         typer.Option("--allowed-host", help="HTTP: a Host name clients use (repeatable)."),
     ] = None,
+    include_private: Annotated[
+        bool,
+        typer.Option(
+            "--include-private",
+            help="Serve private-tier memories too (every tool, every client of this server).",
+        ),
+    ] = False,
 ) -> None:
     """The read-only MCP server for agents: stdio (Claude Code, Codex) or streamable HTTP."""
-    from serving.mcp_cli import mcp_command
+    from serving.mcp.run import mcp_command
 
-    mcp_command(transport, host, port, allow_remote, allowed_hosts or [])
+    mcp_command(transport, host, port, allow_remote, allowed_hosts or [], include_private)
 
 
 @app.command("eval")
@@ -205,9 +230,17 @@ def evaluate_retrieval(
             "beside a raw-message baseline.",
         ),
     ] = True,
+    relationships_gold: Annotated[
+        Path | None,
+        typer.Option(
+            help="Gold pairs for relationship discovery (JSON Lines); default with the demo "
+            "gold set: the demo corpus's.",
+        ),
+    ] = None,
 ) -> None:
     """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
-    evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages."""
+    evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages; then
+    precision and recall of discovered relationships per edge type."""
     from serving.db import connect_reader, reader_errors
     from serving.evaluation import evaluate, load_gold, report_table
     from serving.search import QueryEmbedder
@@ -219,3 +252,15 @@ def evaluate_retrieval(
     with reader_errors(), connect_reader() as conn:
         report = evaluate(conn, queries, QueryEmbedder(settings.ollama_host), evidence=evidence)
     typer.echo(report.model_dump_json(indent=2) if json_output else report_table(report))
+    if relationships_gold is None and gold == DEMO_GOLD:
+        from memory_pipeline.relationships.evaluation import DEMO_RELATIONSHIPS_GOLD
+
+        relationships_gold = DEMO_RELATIONSHIPS_GOLD
+    if relationships_gold is not None and not json_output:
+        from memory_pipeline.relationships import evaluation as rel
+
+        if not relationships_gold.is_file():
+            raise UserError(f"relationship gold pairs {relationships_gold} not found")
+        with reader_errors(), connect_reader() as conn:
+            scores = rel.evaluate(conn, rel.load_gold(relationships_gold))
+        typer.echo("\n" + rel.report_table(scores))

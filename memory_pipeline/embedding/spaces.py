@@ -1,6 +1,8 @@
-"""The embedder for a configured embedding space."""
+"""The embedder for a configured embedding space, and which space search serves."""
 
 from __future__ import annotations
+
+import psycopg
 
 from memory_pipeline import tuning
 from memory_pipeline.embedding.embedder import Embedder
@@ -21,3 +23,9 @@ def embedder_for(space: str, ollama_host: str) -> Embedder:
     raise UserError(
         f"unknown embedding space {space!r}; use {LOCAL_SPACE} or ollama:<model>:<dims>"
     )
+
+
+def serving_space(conn: psycopg.Connection) -> tuple[str, int] | None:
+    """(name, dims) of the space search reads, or None before any space is complete."""
+    row = conn.execute("SELECT name, dims FROM embedding_spaces WHERE serving").fetchone()
+    return (row[0], row[1]) if row else None

@@ -30,7 +30,8 @@ from mcp import Client
 from memory_pipeline.db.embedded import bin_dir
 from memory_pipeline.db.reader import READER_URL_FILE
 from memory_pipeline_tests.external.cluster import Cluster
-from serving.mcp_server import ReaderPool, build_server
+from serving.mcp.pool import ReaderPool
+from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -39,11 +40,6 @@ CLI = str(Path(sys.executable).parent / "memory-pipeline")
 APP_ROLE = "memapp"
 APP_PASSWORD = "app-pw-7f3a9c"
 QUERY = "why did we stop using Redis for rate limiting?"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

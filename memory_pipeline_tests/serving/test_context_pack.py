@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 
 import psycopg
 import pytest
@@ -16,7 +16,7 @@ from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from memory_pipeline_tests.support.segments import add_segment
-from serving.context_pack import context, pack_excerpts, tokens_of
+from serving.context_pack import asks_current_state, context, pack_excerpts, tokens_of
 from serving.models import PassageMatch, PassageTurn, SearchHit
 from serving.render import pack_item_text, pack_text
 from serving.search import QueryEmbedder
@@ -185,3 +185,108 @@ def test_the_best_excerpt_is_cut_rather_than_returning_nothing() -> None:
     assert item.truncated and item.excerpts[0].truncated
     assert item.excerpts[0].text.endswith("[...]")
     assert pack.tokens_used == tokens_of(pack_item_text(item)) <= 60
+
+
+def dated(kind: str, title: str, texts: list[str], when: datetime) -> SearchHit:
+    h = hit(kind, title, texts)
+    return h.model_copy(update={"created_at": when, "updated_at": when})
+
+
+def test_a_current_state_question_packs_the_newest_statement_of_the_fact_first() -> None:
+    old = dated(
+        "segment",
+        "Jobs",
+        ["Mara: What runs our background jobs?\nJonas: Celery workers on Redis."],
+        datetime(2026, 3, 1, tzinfo=UTC),
+    )
+    other = dated(
+        "segment",
+        "Lunch",
+        ["Mara: Lunch at the usual place?\nJonas: Sure, noon."],
+        datetime(2026, 7, 1, tzinfo=UTC),
+    )
+    new = dated(
+        "segment",
+        "Jobs again",
+        ["Mara: We moved the background jobs to Dramatiq last week.\nJonas: Good, fewer leaks."],
+        datetime(2026, 6, 1, tzinfo=UTC),
+    )
+    hits = [old, other, new]  # the search ranked the old statement first
+    counts = {str(h.id): 1 for h in hits}
+    one_item = tokens_of(pack_item_text(_item_of(old))) + 5  # room for one item only
+
+    current = pack_excerpts("What runs the background jobs now?", one_item, hits, {}, counts)
+    assert [i.memory_id for i in current.items] == [new.id]
+    # The same question about the past keeps the search's order.
+    past = pack_excerpts("What ran the background jobs in March?", one_item, hits, {}, counts)
+    assert [i.memory_id for i in past.items] == [old.id]
+    # A later mention of the same thing that states no change is not an update.
+    mention = dated(
+        "segment",
+        "Jobs fine",
+        ["Mara: The background jobs ran fine all year.\nJonas: Good to hear."],
+        datetime(2026, 9, 1, tzinfo=UTC),
+    )
+    counts[str(mention.id)] = 1
+    with_mention = pack_excerpts(
+        "What runs the background jobs now?", one_item, [old, mention], {}, counts
+    )
+    assert [i.memory_id for i in with_mention.items] == [old.id]
+    # A newer passage that does not state the fact (shares too few query words) is not lifted.
+    unrelated = pack_excerpts(
+        "What runs the background jobs now?", one_item, [old, other], {}, counts
+    )
+    assert [i.memory_id for i in unrelated.items] == [old.id]
+    assert asks_current_state("Which race is Aoife training for these days?")
+    assert not asks_current_state("Which currency does ledger-core use?")
+
+
+def _item_of(h: SearchHit):  # type: ignore[no-untyped-def]
+    return pack_excerpts("q", 10_000, [h], {}, {str(h.id): 1}).items[0]
+
+
+def test_no_turn_is_packed_twice_across_a_segment_and_a_decision_drawn_from_it() -> None:
+    seg = hit(
+        "segment",
+        "Chat A",
+        [
+            "Mara: Which database for billfold?\nJonas: We decided on Postgres 16 for JSONB.",
+            "Mara: And the queue?\nJonas: Dramatiq.",
+        ],
+    )
+    turn0 = seg.passages[0]
+    dec = hit("decision", "Postgres 16", ["We decided on Postgres 16 for JSONB."])
+    dec_passage = dec.passages[0].model_copy(
+        update={
+            "native_task_id": turn0.native_task_id,
+            "turns": turn0.turns,
+            "bm25_rank": 1,  # the best passage of all: packed first
+            "vector_rank": 1,
+        }
+    )
+    dec = dec.model_copy(update={"passages": [dec_passage]})
+    hits = [dec, seg]  # the decision ranks first and is packed first
+    counts = {str(h.id): len(h.passages) for h in hits}
+    pack = pack_excerpts("which database", 2000, hits, {}, counts)
+    # The segment's turn says it all: the decision gave its room back and is not "left out".
+    assert [i.memory_id for i in pack.items] == [seg.id]
+    assert pack.left_out_count == 0
+    quoted = [
+        (e.native_task_id, t.ordinal) for i in pack.items for e in i.excerpts for t in e.turns
+    ]
+    assert len(quoted) == len(set(quoted)) == 2
+    assert pack.tokens_used == sum(tokens_of(pack_item_text(i)) for i in pack.items)
+    # Every excerpt names where it came from, down to the native message ids.
+    for e in pack.items[0].excerpts:
+        assert e.native_task_id == "chat-Chat A" and e.turns[0].native_message_ids
+    # A decision drawn from another piece of the same (long, cut) turn says something the
+    # segment excerpt does not: it stays.
+    other = dec.model_copy(
+        update={
+            "id": uuid.uuid4(),
+            "passages": [dec_passage.model_copy(update={"text": "Backups run at 02:00."})],
+        }
+    )
+    counts[str(other.id)] = 1
+    both = pack_excerpts("which database", 2000, [other, seg], {}, counts)
+    assert [i.memory_id for i in both.items] == [other.id, seg.id]

@@ -16,10 +16,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline_tests.support.memories import add_memory
-from serving.http_guard import HostPolicy, parse_host, parse_origin
-from serving.mcp_server import ReaderPool, build_server, http_app, transport_security
+from serving.mcp.http import http_app, transport_security
+from serving.mcp.http_guard import HostPolicy, parse_host, parse_origin
+from serving.mcp.pool import ReaderPool
+from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -41,18 +42,6 @@ INIT = {
         "clientInfo": {"name": "test", "version": "0"},
     },
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> QueryEmbedder:
-    e = QueryEmbedder("http://127.0.0.1:9")  # never reached: the local space needs no server
-    e.embed(LOCAL_SPACE, "warm up")
-    return e
 
 
 @pytest.fixture

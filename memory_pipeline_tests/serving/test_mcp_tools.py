@@ -11,7 +11,7 @@ import base64
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import date, timedelta
 
 import anyio
@@ -32,7 +32,8 @@ from memory_pipeline_tests.support.memories import (
 from memory_pipeline_tests.support.segments import add_segment
 from serving import browse
 from serving import rerank_weights as W
-from serving.mcp_server import ReaderPool, build_server
+from serving.mcp.pool import ReaderPool
+from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -45,26 +46,8 @@ TOOLS = {
     "memory_list",
     "memory_graph",
     "memory_timeline",
+    "memory_brief",
 }
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> QueryEmbedder:
-    e = QueryEmbedder("http://127.0.0.1:9")  # never reached: the local space needs no server
-    e.embed(LOCAL_SPACE, "warm up")
-    return e
-
-
-@pytest.fixture
-def pool(reader_url: str) -> Iterator[ReaderPool]:
-    p = ReaderPool(reader_url)
-    yield p
-    p.close()
 
 
 @pytest.fixture
@@ -172,7 +155,7 @@ def seeded(conn: psycopg.Connection) -> dict[str, str]:
 async def test_tools_are_read_only_with_schemas_and_instructions(server) -> None:  # type: ignore[no-untyped-def]
     async with Client(server, mode="legacy") as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
-        assert set(tools) == TOOLS  # no memory_brief until the Express briefing exists
+        assert set(tools) == TOOLS
         for tool in tools.values():
             ann = tool.annotations
             assert ann is not None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import date
 from pathlib import Path
 
@@ -21,15 +21,11 @@ from memory_pipeline.embedding.passages import sync_passages
 from memory_pipeline.errors import UserError
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline_tests.support.memories import add_memory
-from serving.mcp_cli import mcp_command
-from serving.mcp_server import (
-    TOKEN_FILE,
-    ReaderPool,
-    build_server,
-    http_app,
-    load_or_create_token,
-    transport_security,
-)
+from serving.mcp.auth import TOKEN_FILE, load_or_create_token
+from serving.mcp.http import http_app, transport_security
+from serving.mcp.pool import ReaderPool
+from serving.mcp.run import mcp_command
+from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -49,23 +45,11 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def memory_id(conn: psycopg.Connection) -> str:
     mid = add_memory(conn, "Stdio works", "The memory server answers over stdio and HTTP.")
     # Its passage, as the embedding asset cuts it (keyword search needs no vectors).
     sync_passages(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
     return mid
-
-
-@pytest.fixture
-def pool(reader_url: str) -> Iterator[ReaderPool]:
-    p = ReaderPool(reader_url)
-    yield p
-    p.close()
 
 
 # --- stdio -------------------------------------------------------------------------------------

@@ -23,27 +23,15 @@ import pytest
 from mcp import Client
 
 from memory_pipeline.db.migrate import discover, migrate
-from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline_tests.conftest import create_database, drop_database
 from memory_pipeline_tests.external.cluster import free_port
 from memory_pipeline_tests.support.memories import add_memory
-from serving.mcp_server import ReaderPool, build_server
+from serving.mcp.pool import ReaderPool
+from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> QueryEmbedder:
-    e = QueryEmbedder("http://127.0.0.1:9")  # never reached: the local space needs no server
-    e.embed(LOCAL_SPACE, "warm up")
-    return e
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

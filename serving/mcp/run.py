@@ -1,5 +1,5 @@
-"""Starting the MCP server: `memory-pipeline mcp` calls `mcp_command`; `python -m serving.mcp_cli`
-(or `python -m serving.mcp_server`) parses the same options itself."""
+"""Starting the MCP server: `memory-pipeline mcp` calls `mcp_command`; `python -m serving.mcp`
+parses the same options itself."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def mcp_command(
     port: int = 8765,
     allow_remote: bool = False,
     allowed_hosts: list[str] | None = None,
+    include_private: bool = False,
 ) -> None:
     """Serve the read-only memory tools until the client disconnects or Ctrl-C.
 
@@ -24,25 +25,38 @@ def mcp_command(
     http://<host>:<port>/mcp with a bearer token from MEMORY_HOME/mcp-token; a host other than
     loopback needs `allow_remote` and the host names clients use (`allowed_hosts`).
     """
-    from serving.mcp_server import run_http, run_stdio, transport_security
+    from serving.mcp.http import run_http, transport_security
 
     if transport not in TRANSPORTS:
         raise UserError(f"unknown transport {transport!r}; use stdio or http")
     if not 1 <= port <= 65535:
         raise UserError(f"port {port} is out of range (1-65535)")
     if transport == "stdio":
-        run_stdio()
+        run_stdio(include_private=include_private)
         return
     transport_security(host, allow_remote, allowed_hosts or [])  # refuse a bad bind early
     try:
-        run_http(host=host, port=port, allow_remote=allow_remote, allowed_hosts=allowed_hosts or [])
+        run_http(
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            allowed_hosts=allowed_hosts or [],
+            include_private=include_private,
+        )
     except KeyboardInterrupt:
         pass
 
 
+def run_stdio(reader_url: str | None = None, include_private: bool = False) -> None:
+    """Serve over stdin/stdout until the client closes them (Claude Code, Codex)."""
+    from serving.mcp.tools import build_server
+
+    build_server(reader_url, include_private=include_private).run("stdio")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m serving.mcp_server", description="The read-only memory MCP server."
+        prog="python -m serving.mcp", description="The read-only memory MCP server."
     )
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP only; keep it local.")
@@ -57,13 +71,19 @@ def main(argv: list[str] | None = None) -> None:
         dest="allowed_hosts",
         help="HTTP only: a Host name clients use (repeatable); required with --allow-remote.",
     )
+    parser.add_argument(
+        "--include-private", action="store_true", help="Serve private-tier memories too."
+    )
     args = parser.parse_args(argv)
     try:
-        mcp_command(args.transport, args.host, args.port, args.allow_remote, args.allowed_hosts)
+        mcp_command(
+            args.transport,
+            args.host,
+            args.port,
+            args.allow_remote,
+            args.allowed_hosts,
+            args.include_private,
+        )
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,115 @@
+"""`memory-pipeline hook ...` (what the agent runs) and `memory-pipeline hooks ...` (setup).
+
+`hook session-start` / `hook prompt` normally never reach this module: `memory_pipeline.cli`
+hands them to the thin client (`serving/hooks/client.py`) before importing Typer and the
+command modules, which alone take longer than the per-prompt deadline. They are registered here
+too so `--help` lists them and they work however the CLI is invoked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memory_pipeline.cli.app import app, say
+from memory_pipeline.errors import UserError
+
+hook_app = typer.Typer(
+    help="What the agent's hooks run: print memory context for a session start or a prompt.",
+    no_args_is_help=True,
+)
+hooks_app = typer.Typer(
+    help="Install or remove the memory hooks in Claude Code's or Codex's settings.",
+    no_args_is_help=True,
+)
+app.add_typer(hook_app, name="hook")
+app.add_typer(hooks_app, name="hooks")
+
+Deadline = Annotated[
+    float | None, typer.Option(help="Seconds before printing nothing (default 1.5 / 0.5).")
+]
+Tokens = Annotated[int | None, typer.Option(help="Token budget of what is injected.")]
+
+
+def _client(event_arg: str, deadline: float | None, tokens: int | None) -> None:
+    from serving.hooks.client import main
+
+    argv = [event_arg]
+    if deadline is not None:
+        argv += ["--deadline", str(deadline)]
+    if tokens is not None:
+        argv += ["--tokens", str(tokens)]
+    main(argv)
+
+
+@hook_app.command("session-start")
+def session_start(deadline: Deadline = None, tokens: Tokens = None) -> None:
+    """Read a SessionStart payload on stdin; print the repository's memory context, or nothing."""
+    _client("session-start", deadline, tokens)
+
+
+@hook_app.command("prompt")
+def prompt(deadline: Deadline = None, tokens: Tokens = None) -> None:
+    """Read a UserPromptSubmit payload on stdin; print memories relevant to it, or nothing."""
+    _client("prompt", deadline, tokens)
+
+
+@hook_app.command("serve")
+def serve(
+    socket: Annotated[str | None, typer.Option(help="Socket path (default MEMORY_HOME's).")] = None,
+) -> None:
+    """Run the resident hook server in the foreground (clients start it on demand anyway)."""
+    from serving.hooks.server import main
+
+    main(["--socket", socket] if socket else [])
+
+
+Agent = Annotated[str, typer.Argument(help="claude-code or codex.")]
+Scope = Annotated[
+    str,
+    typer.Option(help="user (every project), project (.claude/ or .codex/ here), local."),
+]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the result; write nothing.")]
+
+
+def _run(agent: str, scope: str, dry_run: bool, install: bool) -> None:
+    from memory_pipeline.settings import Settings
+    from serving.hooks import install as inst
+
+    if agent not in inst.AGENTS:
+        raise UserError(f"unknown agent {agent!r}; use one of: {', '.join(inst.AGENTS)}")
+    if scope not in inst.SCOPES:
+        raise UserError(f"unknown scope {scope!r}; use one of: {', '.join(inst.SCOPES)}")
+    path = inst.hook_file(agent, scope, Settings.from_env(), Path.cwd())
+    change = inst.plan(path, install, inst.entries(agent))
+    verb = "install" if install else "uninstall"
+    if not change.changed:
+        say(
+            f"{path}: nothing to {verb} (" + ("already installed)" if install else "not installed)")
+        )
+        return
+    if dry_run:
+        say(f"{path}: would become (dry run, nothing written):")
+        typer.echo(json.dumps(change.after, indent=2))
+        return
+    done = inst.apply(change)
+    backup = f"; the old file is {done.backup}" if done.backup else ""
+    say(f"{path}: hooks {verb}ed{backup}")
+    if install and agent == "codex":
+        say("open /hooks in Codex and trust the two new hooks: Codex skips them until you do")
+
+
+@hooks_app.command("install")
+def install(agent: Agent, scope: Scope = "user", dry_run: DryRun = False) -> None:
+    """Merge the SessionStart and UserPromptSubmit hooks into the agent's settings (a backup of
+    the old file is kept beside it; running it again changes nothing)."""
+    _run(agent, scope, dry_run, install=True)
+
+
+@hooks_app.command("uninstall")
+def uninstall(agent: Agent, scope: Scope = "user", dry_run: DryRun = False) -> None:
+    """Remove exactly the hooks `hooks install` added, nothing else."""
+    _run(agent, scope, dry_run, install=False)

@@ -1,0 +1,156 @@
+"""The deterministic precheck, before any model call (seed 003's staging-queue triage).
+
+On slices (before the Thinker): a slice of fewer than two memories says nothing new; a slice
+whose memories another slice of the run already holds is collapsed; a slice whose memories are
+exactly what an active dream memory already rests on restates it (that memory is counted as
+corroborated instead). On candidates (before the panel): repeats within the run collapse; a
+candidate that restates an existing memory (same fingerprint as an active dream memory, or the
+same title or content as an active memory) becomes a corroboration; a proposal the user rejected
+or that was deferred twice is dropped. Contradiction slices and SUPERSEDE candidates are never
+dropped as restatements: they always reach the panel. Everything removed is counted by reason.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import psycopg
+
+from memory_pipeline.dream.explorer.strategies import STRATEGIES
+from memory_pipeline.dream.feedback import Feedback
+from memory_pipeline.dream.memories import normalize
+from memory_pipeline.dream.models import Candidate, Slice
+
+
+@dataclass
+class PrecheckReport:
+    removed: Counter[str] = field(default_factory=Counter)
+    corroborated: Counter[str] = field(default_factory=Counter)  # memory id -> repeats
+
+    def as_json(self) -> dict[str, object]:
+        return {"removed": dict(self.removed), "corroborated": dict(self.corroborated)}
+
+
+def _dream_memories_by_basis(conn: psycopg.Connection) -> dict[tuple[str, ...], str]:
+    rows = conn.execute(
+        "SELECT m.id::text, array_agg(r.target_id::text ORDER BY r.target_id)"
+        " FROM memories m JOIN memory_relationships r ON r.source_id = m.id"
+        " AND r.relation_type = 'derived_from' AND r.expired_at IS NULL"
+        " WHERE m.source_type = 'dream_cycle' AND m.status = 'active' GROUP BY m.id"
+    ).fetchall()
+    return {tuple(basis): mid for mid, basis in rows}
+
+
+def slices(conn: psycopg.Connection, found: list[Slice], report: PrecheckReport) -> list[Slice]:
+    known = _dream_memories_by_basis(conn)
+    rank = {name: i for i, name in enumerate(STRATEGIES)}
+    best: dict[tuple[str, ...], Slice] = {}
+    for s in found:
+        other = best.get(s.key)
+        if other is None or rank.get(s.strategy, 99) < rank.get(other.strategy, 99):
+            best[s.key] = s
+    kept: list[Slice] = []
+    for s in found:
+        hold = s.strategy == "contradiction_hunt"
+        if len(set(s.memory_ids)) < 2:
+            report.removed["slice_too_small"] += 1
+            continue
+        if best.get(s.key) is not s:
+            report.removed["slice_repeat_in_run"] += 1
+            continue
+        if not hold and s.key in known:
+            report.removed["slice_restates_memory"] += 1
+            report.corroborated[known[s.key]] += 1
+            continue
+        kept.append(s)
+    return kept
+
+
+def candidates(
+    conn: psycopg.Connection,
+    proposed: list[Candidate],
+    feedback: Feedback,
+    report: PrecheckReport,
+) -> list[Candidate]:
+    by_fingerprint = {
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT metadata ->> 'dream_fingerprint', id::text FROM memories"
+            " WHERE source_type = 'dream_cycle' AND status = 'active'"
+            " AND metadata ? 'dream_fingerprint'"
+        ).fetchall()
+    }
+    proposed = _one_supersede_per_target(conn, proposed, report)
+    seen: set[str] = set()
+    kept: list[Candidate] = []
+    for c in proposed:
+        fp = c.fingerprint
+        if fp in seen:
+            report.removed["candidate_repeat_in_run"] += 1
+            continue
+        seen.add(fp)
+        if fp in feedback.user_rejected:
+            report.removed["candidate_rejected_by_user"] += 1
+            continue
+        if fp in feedback.rejected_for_good:
+            report.removed["candidate_deferred_twice"] += 1
+            continue
+        if fp in by_fingerprint:
+            report.removed["candidate_restates_memory"] += 1
+            report.corroborated[by_fingerprint[fp]] += 1
+            continue
+        if c.draft.operation != "SUPERSEDE":
+            same = conn.execute(
+                "SELECT id::text FROM memories WHERE status = 'active' AND ("
+                " lower(title) = lower(%s) OR content = %s) ORDER BY created_at LIMIT 1",
+                [c.draft.title.strip(), c.draft.content.strip()],
+            ).fetchone()
+            if same:
+                report.removed["candidate_restates_memory"] += 1
+                report.corroborated[same[0]] += 1
+                continue
+        kept.append(c)
+    return kept
+
+
+def _one_supersede_per_target(
+    conn: psycopg.Connection, proposed: list[Candidate], report: PrecheckReport
+) -> list[Candidate]:
+    """Two newer decisions may both reverse one older decision: only the newest successor is
+    what holds now, so one SUPERSEDE per target reaches the panel."""
+    targets = [c for c in proposed if c.draft.operation == "SUPERSEDE" and c.draft.successor_id]
+    if len(targets) < 2:
+        return proposed
+    created = dict(
+        conn.execute(
+            "SELECT id::text, created_at FROM memories WHERE id = ANY(%s::uuid[])",
+            [[c.draft.successor_id for c in targets]],
+        ).fetchall()
+    )
+    best: dict[str, Candidate] = {}
+    for c in targets:
+        key = c.draft.target_memory_id or ""
+        other = best.get(key)
+        when = created.get(c.draft.successor_id or "")
+        if other is None or (
+            when is not None
+            and (
+                created.get(other.draft.successor_id or "") is None
+                or when > created[other.draft.successor_id or ""]
+            )
+        ):
+            best[key] = c
+    out = []
+    for c in proposed:
+        if c in targets and best.get(c.draft.target_memory_id or "") is not c:
+            report.removed["supersede_older_successor"] += 1
+            continue
+        out.append(c)
+    return out
+
+
+def is_quoted(quote: str, texts: list[str]) -> bool:
+    """A quote is supported when it appears verbatim (whitespace and case aside) in a text."""
+    q = normalize(quote)
+    return bool(q) and any(q in normalize(t) for t in texts)

@@ -1,0 +1,168 @@
+"""Privacy at capture: `<private>` markers, excluded tasks (MEMORY_EXCLUDE) and the private tier
+(MEMORY_PRIVATE).
+
+**Markers.** Text between `<private>` and `</private>` in anything captured (prompt, answer,
+title, native context) is never stored: each outermost block becomes `[PRIVATE]` and is counted
+like a redaction (kind `private`). Tags are matched in any case and with spaces inside the angle
+brackets (`< PRIVATE >`, `</Private >`); an opening tag may carry attributes (`<private
+reason="x">`). Blocks nest: the block ends at the closing tag that matches its opening one. An
+opening tag that is never closed hides everything after it (when in doubt, store less). A
+closing tag without an opening one hides nothing and stays as it is, so applying the rule twice
+changes nothing.
+
+**Rules.** MEMORY_EXCLUDE and MEMORY_PRIVATE hold comma- or newline-separated rules:
+
+- `cwd:GLOB`: the task's working directory matches the glob (`~` expands), or lies under a
+  directory that does (`cwd:~/clients/*` covers `~/clients/acme/api`);
+- `repo:NAME`: the repository the task ran in: the last part of its git remote (`billing` of
+  `https://github.com/acme/billing.git`, also `acme/billing`), else the cwd's last directory;
+  compared case-insensitively, globs allowed;
+- `source:KIND`: every task of one source (`codex`, `claude_code`, `chat_import`).
+
+An excluded task is not captured at all (recorded in `capture_skips` with reason `excluded` and
+the rule that matched); a private task is captured with `private = true`, and the memories that
+rest on it are private (sql/019).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from memory_pipeline.errors import UserError
+from memory_pipeline.settings import Settings
+
+PRIVATE_MARKER = "[PRIVATE]"
+PRIVATE_KIND = "private"
+
+_TAG = re.compile(r"<\s*(/)?\s*private\b[^<>]*>", re.IGNORECASE)
+
+RuleKind = Literal["cwd", "repo", "source"]
+SOURCES = frozenset({"codex", "claude_code", "chat_import"})
+
+
+def strip_private(text: str) -> tuple[str, int]:
+    """The text with every `<private>` block replaced by the marker, and how many there were."""
+    if "<" not in text:
+        return text, 0
+    out: list[str] = []
+    depth = 0
+    kept_from = 0  # where the text outside any block resumes
+    blocks = 0
+    for match in _TAG.finditer(text):
+        closing = match.group(1) is not None
+        if not closing:
+            if depth == 0:
+                out.append(text[kept_from : match.start()])
+                out.append(PRIVATE_MARKER)
+                blocks += 1
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                kept_from = match.end()
+        # a closing tag outside any block: left in the text
+    if depth == 0:
+        out.append(text[kept_from:])
+    return "".join(out), blocks
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: RuleKind
+    pattern: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.pattern}"
+
+    def matches(self, source: str, native_context: dict[str, Any]) -> bool:
+        if self.kind == "source":
+            return source == self.pattern
+        cwd = native_context.get("cwd") if isinstance(native_context, dict) else None
+        cwd = cwd if isinstance(cwd, str) and cwd else None
+        if self.kind == "cwd":
+            return cwd is not None and _cwd_matches(self.pattern, cwd)
+        names = _repo_names(native_context, cwd)
+        return any(fnmatch.fnmatchcase(n, self.pattern.lower()) for n in names)
+
+
+def parse_rules(text: str | None, variable: str) -> list[Rule]:
+    """Rules from a setting's value; a bad one stops with a line saying how to write it."""
+    rules: list[Rule] = []
+    for raw in re.split(r"[,\n]", text or ""):
+        item = raw.strip()
+        if not item:
+            continue
+        kind, sep, pattern = item.partition(":")
+        kind, pattern = kind.strip().lower(), pattern.strip()
+        if not sep or kind not in ("cwd", "repo", "source") or not pattern:
+            raise UserError(
+                f"{variable}: {item!r} is not a rule; write cwd:GLOB, repo:NAME or source:KIND,"
+                " separated by commas"
+            )
+        if kind == "source" and pattern not in SOURCES:
+            raise UserError(
+                f"{variable}: unknown source {pattern!r}; use one of {', '.join(sorted(SOURCES))}"
+            )
+        if kind == "cwd":
+            pattern = posixpath.normpath(_expand_home(pattern))
+        rules.append(Rule(kind, pattern))  # type: ignore[arg-type]
+    return rules
+
+
+@dataclass(frozen=True)
+class CaptureRules:
+    """The exclusion and private-tier rules capture applies to every task."""
+
+    exclude: tuple[Rule, ...] = ()
+    private: tuple[Rule, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> CaptureRules:
+        settings = settings or Settings.from_env()
+        return cls(
+            tuple(parse_rules(settings.memory_exclude, "MEMORY_EXCLUDE")),
+            tuple(parse_rules(settings.memory_private, "MEMORY_PRIVATE")),
+        )
+
+    def excluded_by(self, source: str, native_context: dict[str, Any]) -> Rule | None:
+        return next((r for r in self.exclude if r.matches(source, native_context)), None)
+
+    def is_private(self, source: str, native_context: dict[str, Any]) -> bool:
+        return any(r.matches(source, native_context) for r in self.private)
+
+
+def _expand_home(pattern: str) -> str:
+    return str(Path(pattern).expanduser()) if pattern.startswith("~") else pattern
+
+
+def _cwd_matches(pattern: str, cwd: str) -> bool:
+    path = posixpath.normpath(cwd)
+    while True:
+        if fnmatch.fnmatchcase(path, pattern):
+            return True
+        parent = posixpath.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
+def _repo_names(native_context: dict[str, Any], cwd: str | None) -> list[str]:
+    names: list[str] = []
+    git = native_context.get("git") if isinstance(native_context, dict) else None
+    url = git.get("repository_url") if isinstance(git, dict) else None
+    if isinstance(url, str) and url.strip():
+        tail = re.split(r"[/:]", url.strip().rstrip("/"))
+        parts = [p for p in tail if p]
+        if parts:
+            name = parts[-1].removesuffix(".git")
+            names.append(name.lower())
+            if len(parts) > 1:
+                names.append(f"{parts[-2]}/{name}".lower())
+    elif cwd:
+        names.append(posixpath.basename(posixpath.normpath(cwd)).lower())
+    return names

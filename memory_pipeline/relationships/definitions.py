@@ -1,0 +1,62 @@
+"""Dagster definitions for relationship discovery."""
+
+import dagster as dg
+
+from memory_pipeline.embedding.definitions import memory_embeddings
+from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.relationships.judges import judge_for
+from memory_pipeline.relationships.store import discover_window
+from memory_pipeline.resources import DatabaseResource, SemanticResource
+
+JUDGE_FAILURES_CHECK = "no_failed_judgements"
+
+
+@dg.asset(
+    partitions_def=daily,
+    backfill_policy=single_run,
+    deps=[memory_embeddings],
+    group_name="relationships",
+    kinds={"postgres", "pgvector", "ollama"},
+    pool="llm",
+    check_specs=[dg.AssetCheckSpec(JUDGE_FAILURES_CHECK, asset="memory_relationships")],
+    description=(
+        "Typed edges from the partition's new memories to the whole corpus, through the serving "
+        "space's HNSW index: derived_from (a decision, insight or correction to its segment), "
+        "related_to (close vector neighbours, with the cosine), duplicate_of (the same statement "
+        "from another task: search shows the kept memory with its observation count), and "
+        "judged edges (contradicts, supports, extends, requires, blocks, inspires) from the "
+        "Ollama model of the semantic pass, or offline rules that find reversed decisions. "
+        "Idempotent: a memory is linked again only when its text, the judge or the serving "
+        "space changed; an edge that stops holding gets expired_at, never a delete."
+    ),
+)
+def memory_relationships(
+    context: dg.AssetExecutionContext, db: DatabaseResource, semantic: SemanticResource
+) -> dg.MaterializeResult:
+    window = context.partition_time_window
+    judge = judge_for(semantic.ollama_host, semantic.model, semantic.timeout_s)
+    context.log.info(f"relationship judge: {judge.name}")
+    with db.connection() as conn:
+        report = discover_window(
+            conn, judge, window.start.date(), window.end.date(), progress=context.log.info
+        )
+    failures = dg.MetadataValue.json([f.model_dump() for f in report.failures])
+    metadata = report.metadata()
+    metadata["live_edges_by_type"] = dg.MetadataValue.json(report.live)
+    metadata["failed_batches"] = failures
+    return dg.MaterializeResult(
+        metadata=metadata,
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=JUDGE_FAILURES_CHECK,
+                passed=not report.failures,
+                severity=dg.AssetCheckSeverity.WARN,
+                description="Pairs whose judgement failed stored nothing and are asked again "
+                "by the next run.",
+                metadata={"failed_batches": failures},
+            )
+        ],
+    )
+
+
+defs = dg.Definitions(assets=[memory_relationships])

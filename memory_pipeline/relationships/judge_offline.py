@@ -1,0 +1,111 @@
+"""The offline judge: reversals found by rules, and nothing it cannot see.
+
+Rules cannot tell whether one memory supports, extends or requires another, so this judge only
+claims `contradicts`, and only for a pattern it can check: a newer decision carries a reversal
+cue naming a term ("instead of X", "drop X", "switch from X to Y", "no longer ... X",
+"replace X with Y", "revert X", "move ... from X to Y"), and an older decision states that term
+as something it chose (it names X and does not itself reverse X); the older side may also be a
+segment of another task, where a choice the semantic pass did not distil is recorded. The two
+must share their subject besides X: JUDGE_SHARED_SUBJECT_TERMS content words in common and the
+cosine JUDGE_SHARED_SUBJECT_SIMILARITY (a generic dropped word such as "edit" or "separate"
+otherwise links unrelated memories). The edge reads "newer contradicts older", with the cue as its
+evidence; turning the older decision into `superseded` is the dream cycle's call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memory_pipeline import tuning
+from memory_pipeline.relationships.models import Edge, Judgement, Memory, Pair
+from memory_pipeline.semantic.text import content_terms, split_sentences
+
+NAME = "offline-rules"
+
+# Each pattern captures the reversed term(s) in group "old". Case-insensitive.
+_TERM = r"(?P<old>[`\w][\w.`/+-]*(?:\s+[\w.`/+-]+){0,2})"
+REVERSAL_CUES = (
+    rf"\binstead of\s+(?:the\s+|a\s+|an\s+|using\s+)?{_TERM}",
+    rf"\b(?:drop|dropp(?:ed|ing)|ditch(?:ed|ing)?|abandon(?:ed|ing)?|remov(?:e|ed|ing))\s+"
+    rf"(?:the\s+|our\s+)?{_TERM}",
+    rf"\bswitch(?:ed|ing)?\s+(?:\w+\s+){{0,3}}?from\s+{_TERM}\s+to\b",
+    rf"\bmov(?:e|ed|ing)\s+(?:\w+\s+){{0,3}}?from\s+{_TERM}\s+(?:to|into)\b",
+    rf"\breplac(?:e|ed|ing)\s+(?:the\s+)?{_TERM}\s+(?:with|by)\b",
+    rf"\brevert(?:ed|ing)?\s+(?:to\s+)?(?:the\s+)?{_TERM}",
+    rf"\bno longer\s+(?:\w+\s+){{0,3}}?(?:on|use|uses|using|need|needs)\s+{_TERM}",
+    rf"\bstop(?:ped)?\s+using\s+{_TERM}",
+    rf"\b(?:get|got)\s+rid\s+of\s+(?:the\s+)?{_TERM}",
+)
+_CUES = [re.compile(p, re.IGNORECASE) for p in REVERSAL_CUES]
+
+
+def reversed_terms(*texts: str) -> list[tuple[set[str], str]]:
+    """(the reversed terms, the sentence saying so) for every reversal cue in `texts`."""
+    found = []
+    for sentence in (s for text in texts for s in split_sentences(text)):
+        for cue in _CUES:
+            for match in cue.finditer(sentence):
+                terms = content_terms(match.group("old"))[:2]
+                if terms:
+                    found.append((set(terms[:1]), sentence.strip()))
+    return found
+
+
+def reversed_words(text: str) -> list[str]:
+    """The words a reversal cue in `text` names as dropped, as written (for a full-text lookup
+    of the memories that chose them)."""
+    words = []
+    for cue in _CUES:
+        for match in cue.finditer(text):
+            first = match.group("old").split()[0].strip("`'\".,;:")
+            if first and content_terms(first) and first.lower() not in words:
+                words.append(first.lower())
+    return words
+
+
+def _affirms(memory: Memory, term: str) -> bool:
+    """The memory names `term` outside any reversal of it (so it chose or used it)."""
+    if term not in content_terms(memory.text):
+        return False
+    return not any(term in terms for terms, _ in reversed_terms(memory.title, memory.content))
+
+
+def _shared_subject(pair: Pair, term: str) -> bool:
+    a = set(content_terms(pair.newer.text)) - {term}
+    b = set(content_terms(pair.older.text)) - {term}
+    return (
+        len(a & b) >= tuning.JUDGE_SHARED_SUBJECT_TERMS
+        and pair.similarity >= tuning.JUDGE_SHARED_SUBJECT_SIMILARITY
+    )
+
+
+def reversal(pair: Pair) -> Edge | None:
+    """`newer contradicts older` when the newer decision reverses what the older one chose."""
+    if pair.newer.type != "decision" or pair.older.type not in ("decision", "segment"):
+        return None
+    for terms, sentence in reversed_terms(pair.newer.content):
+        for term in sorted(terms):
+            if _affirms(pair.older, term) and _shared_subject(pair, term):
+                evidence = sentence[: tuning.RELATIONSHIP_EVIDENCE_CHARS]
+                return Edge(
+                    pair.newer.id,
+                    pair.older.id,
+                    "contradicts",
+                    similarity=round(pair.similarity, 4),
+                    evidence=f"reverses '{term}': {evidence}",
+                    backend=NAME,
+                )
+    return None
+
+
+class OfflineJudge:
+    name = NAME
+
+    def judge(self, pairs: Sequence[Pair]) -> Judgement:
+        out = Judgement()
+        for pair in pairs:
+            edge = reversal(pair)
+            if edge is not None:
+                out.edges.append(edge)
+        return out

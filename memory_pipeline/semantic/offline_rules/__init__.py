@@ -1,0 +1,72 @@
+"""The offline semantic-pass backend: deterministic rules, no model server needed.
+
+Used when no Ollama model is reachable. Same contract as the Ollama backend (`PassInput` in,
+validated `PassResult` out), built from four rule sets, all tuned in `memory_pipeline.tuning`:
+
+1. Segmentation. Each turn is compared with the trailing `SEGMENT_WINDOW_TURNS` turns of the
+   current segment:
+
+       sim = LEX_W * lex + VEC_W * vec                (sim = lex without an embedder)
+       lex = min(1, cos(tfidf(turn), tfidf(window)) / SEGMENT_LEX_COSINE_CEIL)
+       vec = clip((cos(emb(turn), mean emb(window)) - VEC_FLOOR) / (VEC_CEIL - VEC_FLOOR), 0, 1)
+       sim += SEGMENT_CONTINUATION_BONUS   if the prompt refers back (leading pronoun, "also",
+                                           "thanks", a correction...) and has no shift cue
+
+   tf-idf runs over the stemmed content words of the pass's own turns (prompt words count
+   `SEGMENT_PROMPT_WEIGHT` times, tf = 1 + ln(count), idf = ln((1 + N) / (1 + df)) + 1). A turn
+   opens a new segment when sim < SEGMENT_SHIFT_THRESHOLD, or when its prompt opens with an
+   explicit shift cue ("unrelated, but", "switching gears", ...) and sim <
+   SEGMENT_CUE_KEEP_THRESHOLD. A prompt with fewer than SEGMENT_MIN_PROMPT_TERMS content words
+   ("go ahead", "yes please") never opens a segment without a cue. Then, against fragmentation,
+   every one-turn segment without a shift cue is merged into its more similar neighbour (never
+   into a neighbour that opens with a cue) unless it is below SEGMENT_LONE_MERGE_MIN_SIM for both.
+   The prior tail segment is the initial current segment, so the first new turns continue it
+   (`continues_tail`) unless they shift away.
+
+2. Distillation, per new turn (tail turns are never distilled again). Inline code and fenced
+   code blocks never carry a cue (`--since` is not "since"); questions are never statements.
+   a. Cue sentences: every sentence of the prompt and the outcome is matched against
+      DECISION_CUES ("we decided", "let's go with", "switch to X instead of Y", "drop X"...),
+      then DECISION_CUES_NEED_REASON ("we'll X", "I chose/set X", "X rather than Y"; a decision
+      only when a reason is in or next to the sentence), then INSIGHT_CUES ("turns out", "the
+      root cause was", "lesson learned", "TIL", "gotcha", "note that", "X failed because"...).
+   b. Answers: when the prompt asks why (or reports a problem, or asks for a lesson to be
+      written down) the opening of the outcome is an insight; when it asks how, an insight (a
+      how-to); when it asks for a choice ("A or B?", "should we", "which", "what about"), a
+      decision. The memory is "<the question> <the opening sentence(s) of the answer>", and the
+      question goes into `questions`. For a problem report the opening must explain (a reason,
+      "X: because-like colon explanation" or a diagnosis "It's ..."). Skipped when a sentence of
+      that opening was already distilled by a cue.
+   c. Acceptance: a short "ok, do that" prompt makes the proposal of the previous outcome ("we
+      should X", "I'd suggest X") a decision citing both turns.
+   A cue memory is the cue sentence plus its reason: a "because / since / so that / , so /
+   to avoid ..." clause in the same sentence, or the next sentence when it opens with a reason or
+   explains a consequence ("This avoids ...", "X means ..."), or the one after that when it
+   opens with a reason, or the previous sentence when the cue sentence opens with "So / That's
+   why". A leading "I" becomes "The agent" (outcome) or "The user" (prompt); "Let's X" becomes
+   "Decided to X"; a leading pronoun ("it", "this", ...) is resolved by prefixing the subject:
+   the last code identifier of the previous sentence, else the segment title. When the memory
+   shares no content word with the segment title, the title is prefixed ("<topic>: ...") so
+   the sentence names what it is about. Near-duplicates (a prompt's decision echoed by the
+   outcome) merge. Title = the head of the statement (before a colon that says something, after
+   one that only labels: "The root cause: X" -> "X"), cut before its reason clause, without cue
+   boilerplate.
+
+3. Corrections. A new turn whose prompt opens (first CORRECTION_SCAN_CHARS) with a correction cue
+   ("that's not what I asked", "I said", "you should have", "wrong file", "not X but Y", ...), or
+   with a bare "No, ..." that does not also acknowledge ("thanks", "looks good"), corrects the
+   previous turn's outcome. agent_did = the first sentences of that outcome; user_expected = the
+   prompt without its pure-negation sentences ("No, that's wrong.").
+
+4. Project. Only explicit naming in the segment's text (PROJECT_PATTERNS: "the <Name> project",
+   "project <Name>", "in the <name> repo", "For <Name>:" opening a prompt, "New project: <name>"),
+   one distinct name or a repeated one that clearly dominates; the evidence is the sentence that
+   names it. A path (cwd, repository) never matches.
+
+Modules, one per step: `features` (per-turn features), `segment` (the backend: segmentation
+and assembly), `distill`, `corrections`, `titles`, `project`; `patterns` holds the compiled cues.
+"""
+
+from memory_pipeline.semantic.offline_rules.segment import OfflineRulesBackend
+
+__all__ = ["OfflineRulesBackend"]

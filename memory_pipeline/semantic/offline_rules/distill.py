@@ -1,0 +1,398 @@
+"""Rule 2: decisions and insights distilled from a segment's new turns (cue sentences,
+answers to why/how/which questions, accepted proposals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memory_pipeline import tuning as T
+from memory_pipeline.semantic.models import (
+    DistilledMemory,
+)
+from memory_pipeline.semantic.offline_rules.features import RuleTurn
+from memory_pipeline.semantic.offline_rules.patterns import (
+    ACCEPTANCE,
+    ANSWER_PARTICLE,
+    CHOICE_QUESTION,
+    COLON_EXPLANATION,
+    CONSEQUENCE_LEAD,
+    DECISION,
+    DECISION_NEEDS_REASON,
+    DIAGNOSIS,
+    DUMMY_IT,
+    EVIDENCE,
+    EXPLANATION,
+    FIRST_PERSON,
+    FIRST_PERSON_VERB,
+    HOWTO_QUESTION,
+    IDENTIFIER,
+    INSIGHT,
+    INTERJECTION,
+    LABEL_ONLY,
+    LETS,
+    NOT_DECIDED,
+    PROBLEM_REPORT,
+    PRONOUN_LEAD,
+    PROPOSAL,
+    QUESTION_WORD,
+    REASON,
+    REASON_LEAD,
+    SHIFT_PREAMBLE,
+    TABLE_ROW,
+    THIRD_PERSON_S,
+    TITLE_BOILERPLATE,
+    WHY_QUESTION,
+    ProsePattern,
+    clean,
+    strip_end,
+)
+from memory_pipeline.semantic.text import (
+    STOPWORDS,
+    capitalize_first,
+    content_terms,
+    ensure_period,
+    jaccard,
+    split_sentences,
+    trim_words,
+)
+
+
+@dataclass
+class _Candidate:
+    type: str
+    content: str
+    title: str
+    ordinals: list[int]
+    has_reason: bool
+    terms: list[str]
+    questions: list[str] = field(default_factory=list)
+
+
+def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory]:
+    candidates: list[_Candidate] = []
+    previous: RuleTurn | None = None
+    for m in members:
+        if m.is_tail:
+            previous = m
+            continue  # tail turns were distilled by an earlier pass
+        found: set[str] = set()
+        used: set[int] = set()  # outcome sentences already distilled by a cue
+        outcome_sentences: list[str] = []
+        for text, speaker in ((m.turn.prompt, "The user"), (m.turn.outcome, "The agent")):
+            sentences = [clean(s) for s in split_sentences(text)]
+            if speaker == "The agent":
+                outcome_sentences = sentences
+            for j in range(len(sentences)):
+                kind = _cue_kind(sentences, j)
+                if kind is None:
+                    continue
+                cand = _statement(kind, sentences, j, speaker, segment_title, m.ordinal)
+                if cand is not None:
+                    found.add(kind)
+                    if speaker == "The agent":
+                        used.add(j)
+                    _add_candidate(candidates, cand)
+        asked = _question_kind(m.turn.prompt)
+        if asked:
+            cand = _answer(*asked, m.turn.prompt, outcome_sentences, used, m.ordinal)
+            if cand is not None:
+                found.add(cand.type)
+                _add_candidate(candidates, cand)
+        if "decision" not in found and previous is not None:
+            cand = _accepted_proposal(m, previous)
+            if cand is not None:
+                _add_candidate(candidates, cand)
+        previous = m
+    if len(candidates) > T.DISTILL_MAX_MEMORIES_PER_SEGMENT:
+        keep = sorted(candidates, key=lambda c: not c.has_reason)
+        keep = keep[: T.DISTILL_MAX_MEMORIES_PER_SEGMENT]
+        candidates = [c for c in candidates if c in keep]
+    return [
+        DistilledMemory(
+            type=c.type,  # type: ignore[arg-type]
+            title=c.title,
+            content=c.content,
+            supporting_ordinals=sorted(set(c.ordinals)),
+            questions=c.questions,
+        )
+        for c in candidates
+    ]
+
+
+def _is_statement(sentence: str) -> bool:
+    return not sentence.endswith("?") and len(sentence.split()) >= 4
+
+
+def _cue_kind(sentences: list[str], j: int) -> str | None:
+    """ "decision", "insight" or None for sentence j (module docstring, rule 2)."""
+    sentence = _unprefixed(sentences[j])
+    if not _is_statement(sentence) or TABLE_ROW.match(sentence):
+        return None
+    if not NOT_DECIDED.search(sentence):
+        if DECISION.search(sentence):
+            return "decision"
+        if DECISION_NEEDS_REASON.search(sentence) and _reason_near(sentences, j):
+            return "decision"
+    if INSIGHT.search(sentence):
+        return "insight"
+    return None
+
+
+def _unprefixed(sentence: str) -> str:
+    """The sentence without chat openers ("ok,", "thanks!") and answer particles ("Yes:")."""
+    stripped = ANSWER_PARTICLE.sub("", INTERJECTION.sub("", sentence)).strip()
+    return stripped or sentence
+
+
+def _is_reason(sentence: str) -> bool:
+    return bool(REASON_LEAD.search(sentence) or REASON.search(sentence))
+
+
+def _reason_near(sentences: list[str], j: int) -> bool:
+    """A reason or a colon explanation in sentence j, or a reason in the next sentence.
+
+    The previous sentence does not count: its "because" usually explains something else
+    ("X isn't limited because auth rejects it. I replaced the tests.")."""
+    core = sentences[j]
+    if REASON.search(core) or COLON_EXPLANATION.search(core):
+        return True
+    nxt = sentences[j + 1] if j + 1 < len(sentences) else ""
+    return bool(nxt) and (_is_reason(nxt) or bool(EXPLANATION.search(nxt)))
+
+
+def _with_reason(sentences: list[str], j: int, core: str) -> tuple[list[str], list[str], bool]:
+    """(sentences before, sentences after, has_reason) that carry the reason of sentence j.
+
+    The previous sentence is pulled in only when sentence j opens with "So / That's why"."""
+    if CONSEQUENCE_LEAD.search(core) and j > 0 and _is_statement(sentences[j - 1]):
+        return [sentences[j - 1]], [], True  # "X is slow. So we'll use Y." - X is the reason
+    if REASON.search(core):
+        return [], [], True
+    nxt = sentences[j + 1 : j + 2]
+    if nxt and (_is_reason(nxt[0]) or EXPLANATION.search(nxt[0])):
+        return [], nxt, True
+    if j + 2 < len(sentences) and REASON_LEAD.search(sentences[j + 2]):
+        return [], sentences[j + 1 : j + 3], True
+    if not EVIDENCE.search(core):
+        # The measurement that justified the choice, in one of the next two sentences.
+        for k in (1, 2):
+            if j + k < len(sentences) and EVIDENCE.search(sentences[j + k]):
+                return [], sentences[j + 1 : j + k + 1], True
+    return [], [], bool(COLON_EXPLANATION.search(core))
+
+
+def _statement(
+    kind: str, sentences: list[str], j: int, speaker: str, segment_title: str, ordinal: int
+) -> _Candidate | None:
+    """The standalone memory built around cue sentence `sentences[j]` (module docstring, rule 2)."""
+    core = _unprefixed(sentences[j])
+    before, after, has_reason = _with_reason(sentences, j, core)
+    statement = core
+    if kind == "decision":  # "Let's use X" is a proposal in chat, a decision once stored
+        statement = LETS.sub(lambda m: "Decided not to " if m.group(1) else "Decided to ", core)
+    subject = _subject(sentences[j - 1] if j > 0 else "", segment_title)
+    statement = _standalone_opening(statement, speaker, subject)
+    content = _fit([*before, statement, *after], statement)
+    resolved = statement.startswith(f"{subject}:")
+    if not resolved and not set(content_terms(content)) & set(content_terms(segment_title)):
+        # Nothing in the statement names its topic: say which topic it belongs to.
+        content = f"{_topic_label(segment_title)}: {_lower_first(content)}"
+    content = trim_words(content, T.DISTILL_MAX_MEMORY_CHARS)
+    return _Candidate(
+        kind, content, _memory_title(core), [ordinal], has_reason, content_terms(content)
+    )
+
+
+def _question_kind(prompt: str) -> tuple[str, ProsePattern] | None:
+    """What the outcome of this prompt answers: (memory type, the pattern of the question)."""
+    if WHY_QUESTION.search(prompt):
+        return "insight", WHY_QUESTION
+    if HOWTO_QUESTION.search(prompt):
+        return "insight", HOWTO_QUESTION
+    if CHOICE_QUESTION.search(prompt):
+        return "decision", CHOICE_QUESTION
+    if PROBLEM_REPORT.search(prompt):
+        return "insight", PROBLEM_REPORT
+    return None
+
+
+def _question(prompt: str, pattern: ProsePattern) -> str:
+    """The question sentence of a prompt, with the sentence before it when it leans on it."""
+    sentences = [clean(s) for s in split_sentences(prompt)]
+    picked = next(
+        (i for i, s in enumerate(sentences) if s.endswith("?") and pattern.search(s)),
+        next((i for i, s in enumerate(sentences) if pattern.search(s)), len(sentences) - 1),
+    )
+    question = INTERJECTION.sub("", SHIFT_PREAMBLE.sub("", sentences[picked])) or sentences[picked]
+    if picked > 0 and (PRONOUN_LEAD.search(question) or len(question.split()) < 6):
+        previous = SHIFT_PREAMBLE.sub("", sentences[picked - 1]) or sentences[picked - 1]
+        previous = ensure_period(capitalize_first(previous))
+        question = f"{previous} {capitalize_first(question)}"
+    asks = question.rstrip().endswith("?") or bool(QUESTION_WORD.match(question))
+    question = trim_words(capitalize_first(strip_end(question)), T.DISTILL_MAX_QUESTION_CHARS)
+    return question + ("?" if asks else ".")
+
+
+def _answer(
+    kind: str,
+    pattern: ProsePattern,
+    prompt: str,
+    outcome: list[str],
+    used: set[int],
+    ordinal: int,
+) -> _Candidate | None:
+    """A memory from the opening of an outcome that answers a why-, how- or choice-question or a
+    problem report, unless a sentence of it was already distilled by a cue. For a problem report
+    the opening must explain (a reason, a colon explanation or a diagnosis like "It's ...")."""
+    opening = [
+        i
+        for i, s in enumerate(outcome)
+        if not s.endswith("?") and len(s.split()) >= 2 and not TABLE_ROW.match(s)
+    ]
+    if not opening:
+        return None
+    j = opening[0]
+    core = outcome[j]
+    if pattern is PROBLEM_REPORT and not (
+        _is_reason(core) or COLON_EXPLANATION.search(core) or DIAGNOSIS.search(core)
+    ):
+        return None
+    if len(core.split()) < T.DISTILL_ANSWER_MIN_WORDS and j + 1 < len(outcome):
+        after = [outcome[j + 1]]  # "They weren't done, they were acknowledged." + the how
+    else:
+        _, after, _ = _with_reason(outcome, j, core)
+    if used & set(range(j, j + 1 + len(after))):
+        return None
+    parts = [core, *after]
+    question = _question(prompt, pattern)
+    content = trim_words(f"{question} {_fit(parts, core)}", T.DISTILL_MAX_MEMORY_CHARS)
+    has_reason = any(_is_reason(p) or EXPLANATION.search(p) for p in parts)
+    title_source = ANSWER_PARTICLE.sub("", core) or core
+    return _Candidate(
+        kind,
+        content,
+        _memory_title(title_source),
+        [ordinal],
+        has_reason,
+        content_terms(content),
+        [question] if question.endswith("?") else [],
+    )
+
+
+def _accepted_proposal(m: RuleTurn, previous: RuleTurn) -> _Candidate | None:
+    """A short acceptance ("ok store both") of a proposal in the previous outcome ("We should
+    store import and export separately instead of clipping") makes that proposal a decision."""
+    prompt = clean(m.turn.prompt)
+    if len(prompt.split()) > T.ACCEPTANCE_MAX_WORDS or not ACCEPTANCE.search(prompt):
+        return None
+    sentences = [clean(s) for s in split_sentences(previous.turn.outcome)]
+    for j, sentence in enumerate(sentences):
+        if _is_statement(sentence) and PROPOSAL.search(sentence):
+            core = _unprefixed(sentence)
+            before, after, has_reason = _with_reason(sentences, j, core)
+            quoted = trim_words(strip_end(prompt), 60)
+            body = _fit([*before, core, *after], core)
+            content = trim_words(
+                f'{body} The user accepted it: "{quoted}".', T.DISTILL_MAX_MEMORY_CHARS
+            )
+            ordinals = [previous.ordinal, m.ordinal]
+            return _Candidate(
+                "decision",
+                content,
+                _memory_title(core),
+                ordinals,
+                has_reason,
+                content_terms(content),
+            )
+    return None
+
+
+def _join(parts: list[str]) -> str:
+    return " ".join(ensure_period(capitalize_first(p)) for p in parts)
+
+
+def _fit(parts: list[str], keep: str) -> str:
+    """Join `parts`; drop the context sentences around `keep` while the text is too long."""
+    limit = T.DISTILL_MAX_MEMORY_CHARS - T.DISTILL_PREFIX_RESERVE_CHARS
+    parts = list(parts)
+    while len(_join(parts)) > limit and len(parts) > 1:
+        idx = parts.index(keep)
+        parts.pop(0 if idx > 0 else len(parts) - 1)
+    return _join(parts)
+
+
+def _memory_title(core: str) -> str:
+    """The head of a statement, without cue boilerplate: the part before a colon when it says
+    something ("Use an import block instead of the CLI: ..."), else the part after it ("Lesson
+    learned: X" -> "X"), cut before the reason clause."""
+    head = core
+    before, sep, after = core.partition(": ")
+    if sep:
+        label = TITLE_BOILERPLATE.sub("", FIRST_PERSON.sub("", _unprefixed(before)))
+        says_something = len(content_terms(label)) >= 2 and not LABEL_ONLY.match(label)
+        head = before if says_something else after
+    reason = REASON.search(head)
+    if reason and reason.start() > 0:
+        head = head[: reason.start()]
+    head = TITLE_BOILERPLATE.sub("", FIRST_PERSON.sub("", _unprefixed(head)))
+    head = strip_end(head.strip(" ,;:—–-"))
+    title = trim_words(head or strip_end(core), T.DISTILL_TITLE_MAX_CHARS)
+    return capitalize_first(title)
+
+
+def _lower_first(text: str) -> str:
+    """Lower-case the first letter after a "Topic: " prefix unless it starts a name."""
+    word = text.split(" ", 1)[0].lower().strip(",:;")
+    if word in STOPWORDS or word in ("decided", "turns", "going"):
+        return text[:1].lower() + text[1:]
+    return text
+
+
+def _topic_label(segment_title: str) -> str:
+    """A segment title short enough to prefix a memory with: at most 10 words."""
+    head = split_sentences(segment_title)[:1] or [segment_title]
+    words = strip_end(head[0]).rstrip("…").split()
+    if len(words) > 10:
+        words = words[:10]
+        while words and words[-1].lower() in STOPWORDS:
+            words.pop()
+    return strip_end(" ".join(words))
+
+
+def _standalone_opening(sentence: str, speaker: str, subject: str) -> str:
+    """Make the first sentence readable without the chat: no bare "I" and no leading pronoun."""
+    m = FIRST_PERSON.match(sentence)
+    if m and m.group(0).strip():
+        suffix = m.group(0)[1:].rstrip()
+        verb = FIRST_PERSON_VERB.get(suffix, "")
+        rest = sentence[m.end() :]
+        first, _, tail = rest.partition(" ")
+        if not verb and first.lower() in THIRD_PERSON_S:
+            rest = f"{first}s {tail}".rstrip()
+        return f"{speaker} {verb + ' ' if verb else ''}{rest}".replace("  ", " ")
+    body = DUMMY_IT.sub("", sentence)
+    if PRONOUN_LEAD.match(body):
+        return f"{subject}: {_lower_first(sentence)}"
+    return sentence
+
+
+def _subject(previous_sentence: str, segment_title: str) -> str:
+    """What a leading pronoun most likely refers to: the last identifier of the previous
+    sentence, else the segment's title."""
+    found = [a or b for a, b in IDENTIFIER.findall(previous_sentence)]
+    if found:
+        return f"`{found[-1]}`"
+    return _topic_label(segment_title)
+
+
+def _add_candidate(candidates: list[_Candidate], cand: _Candidate) -> None:
+    for existing in candidates:
+        if existing.type == cand.type and (
+            jaccard(existing.terms, cand.terms) >= T.DISTILL_DEDUP_JACCARD
+        ):
+            existing.ordinals.extend(cand.ordinals)
+            if cand.has_reason and not existing.has_reason:
+                existing.content, existing.title = cand.content, cand.title
+                existing.has_reason, existing.terms = True, cand.terms
+            return
+    candidates.append(cand)

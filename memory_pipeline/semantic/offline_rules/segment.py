@@ -1,0 +1,265 @@
+"""The offline backend itself: turn features, segmentation (rule 1 of the package docstring),
+and the pass's result assembled from the steps beside this module."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory_pipeline import tuning as T
+from memory_pipeline.embedding.embedder import Embedder
+from memory_pipeline.semantic.errors import SemanticPassError
+from memory_pipeline.semantic.models import (
+    CorrectionEpisode,
+    InvalidPassOutput,
+    PassInput,
+    PassResult,
+    Segment,
+    validate_result,
+)
+from memory_pipeline.semantic.offline_rules.corrections import is_correction, user_expected
+from memory_pipeline.semantic.offline_rules.distill import distill
+from memory_pipeline.semantic.offline_rules.features import RuleTurn
+from memory_pipeline.semantic.offline_rules.patterns import CONTINUATION, SHIFT, clean, strip_end
+from memory_pipeline.semantic.offline_rules.project import find_project
+from memory_pipeline.semantic.offline_rules.titles import segment_title
+from memory_pipeline.semantic.text import (
+    content_terms,
+    first_sentences,
+    trim_words,
+)
+
+
+class OfflineRulesBackend:
+    """Deterministic rule-based semantic pass. See the module docstring for every rule."""
+
+    name = "offline-rules"
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder = embedder
+
+    # --- entry point ---------------------------------------------------------------------------
+
+    def run(self, pass_input: PassInput) -> PassResult:
+        if not pass_input.new_turns:
+            raise SemanticPassError(self.name, "pass has no new turns")
+        turns = self._features(pass_input)
+        embeddings = self._embed(turns)
+        groups = self._segment(turns, embeddings)
+        segments: list[Segment] = []
+        for gi, group in enumerate(groups):
+            segments.append(self._build_segment(pass_input, turns, group, continues=gi == 0))
+        corrections = self._corrections(turns)
+        result = PassResult(segments=segments, corrections=corrections)
+        try:
+            return validate_result(pass_input, result)
+        except InvalidPassOutput as exc:  # a bug in these rules, never expected
+            message = f"rules produced invalid output: {exc}"
+            raise SemanticPassError(self.name, message, exc) from exc
+
+    # --- features ------------------------------------------------------------------------------
+
+    def _features(self, pass_input: PassInput) -> list[RuleTurn]:
+        raw = [(t, True) for t in pass_input.tail_context] + [
+            (t, False) for t in pass_input.new_turns
+        ]
+        turns: list[RuleTurn] = []
+        counts: list[Counter[str]] = []
+        for t, is_tail in raw:
+            p_terms = content_terms(t.prompt)
+            c: Counter[str] = Counter()
+            for term in p_terms:
+                c[term] += T.SEGMENT_PROMPT_WEIGHT
+            c.update(content_terms(t.outcome))
+            counts.append(c)
+            head = t.prompt.strip()[: T.SEGMENT_SHIFT_CUE_SCAN_CHARS]
+            turns.append(
+                RuleTurn(
+                    turn=t,
+                    is_tail=is_tail,
+                    prompt_terms=p_terms,
+                    shift_cue=bool(SHIFT.search(head)),
+                    continuation_cue=bool(CONTINUATION.search(head)),
+                    correction_cue=is_correction(t.prompt),
+                )
+            )
+        n = len(counts)
+        df: Counter[str] = Counter()
+        for c in counts:
+            df.update(c.keys())
+        for turn, c in zip(turns, counts, strict=True):
+            vec = {
+                term: (1 + math.log(cnt)) * (math.log((1 + n) / (1 + df[term])) + 1)
+                for term, cnt in c.items()
+            }
+            norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+            turn.vec = {k: v / norm for k, v in vec.items()}
+        return turns
+
+    def _embed(self, turns: list[RuleTurn]) -> np.ndarray | None:
+        if self.embedder is None:
+            return None
+        texts = [f"{t.turn.prompt}\n{t.turn.outcome[:1500]}" for t in turns]
+        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(turns), self.embedder.dims):
+            raise SemanticPassError(
+                self.name, f"embedder returned shape {vectors.shape} for {len(turns)} turns"
+            )
+        return vectors
+
+    # --- similarity ----------------------------------------------------------------------------
+
+    def _similarity(
+        self, turns: list[RuleTurn], emb: np.ndarray | None, i: int, window: Sequence[int]
+    ) -> float:
+        """Similarity of turn i to the turns `window` (module docstring, rule 1), bonus excluded."""
+        agg: dict[str, float] = {}
+        for j in window:
+            for k, v in turns[j].vec.items():
+                agg[k] = agg.get(k, 0.0) + v
+        norm = math.sqrt(sum(v * v for v in agg.values())) or 1.0
+        cos = sum(v * agg.get(k, 0.0) for k, v in turns[i].vec.items()) / norm
+        lex = min(1.0, cos / T.SEGMENT_LEX_COSINE_CEIL)
+        if emb is None:
+            return lex
+        centroid = emb[list(window)].mean(axis=0)
+        cnorm = float(np.linalg.norm(centroid)) or 1.0
+        vcos = float(emb[i] @ centroid) / cnorm
+        span = T.SEGMENT_VEC_COSINE_CEIL - T.SEGMENT_VEC_COSINE_FLOOR
+        vec = min(1.0, max(0.0, (vcos - T.SEGMENT_VEC_COSINE_FLOOR) / span))
+        return T.SEGMENT_LEX_WEIGHT * lex + T.SEGMENT_VEC_WEIGHT * vec
+
+    def boundary_scores(
+        self, pass_input: PassInput
+    ) -> list[tuple[int, float, bool]]:  # pragma: no cover - a debugging aid
+        """(ordinal, similarity incl. bonus, shift cue) of every new turn vs its predecessors."""
+        turns = self._features(pass_input)
+        emb = self._embed(turns)
+        out = []
+        for i, t in enumerate(turns):
+            if t.is_tail or i == 0:
+                continue
+            window = list(range(max(0, i - T.SEGMENT_WINDOW_TURNS), i))
+            out.append((t.ordinal, self._turn_sim(turns, emb, i, window), t.shift_cue))
+        return out
+
+    def _turn_sim(
+        self, turns: list[RuleTurn], emb: np.ndarray | None, i: int, window: Sequence[int]
+    ) -> float:
+        sim = self._similarity(turns, emb, i, window)
+        t = turns[i]
+        if not t.shift_cue and (t.continuation_cue or t.correction_cue):
+            sim += T.SEGMENT_CONTINUATION_BONUS
+        return sim
+
+    # --- segmentation --------------------------------------------------------------------------
+
+    def _segment(self, turns: list[RuleTurn], emb: np.ndarray | None) -> list[list[int]]:
+        """Groups of turn indexes; the first group holds the tail turns when it continues them."""
+        first_new = next(i for i, t in enumerate(turns) if not t.is_tail)
+        groups: list[list[int]] = [list(range(first_new))] if first_new else []
+        for i in range(first_new, len(turns)):
+            if not groups:
+                groups.append([i])
+                continue
+            current = groups[-1]
+            window = current[-T.SEGMENT_WINDOW_TURNS :]
+            t = turns[i]
+            sim = self._turn_sim(turns, emb, i, window)
+            if t.shift_cue:
+                boundary = sim < T.SEGMENT_CUE_KEEP_THRESHOLD
+            elif len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS or t.correction_cue:
+                boundary = False
+            else:
+                boundary = sim < T.SEGMENT_SHIFT_THRESHOLD
+            if boundary:
+                groups.append([i])
+            else:
+                current.append(i)
+        groups = self._merge_lone(turns, emb, groups, has_tail=first_new > 0)
+        if first_new and groups[0] == list(range(first_new)):
+            groups = groups[1:]  # the new turns all shifted away from the tail
+        return groups
+
+    def _merge_lone(
+        self,
+        turns: list[RuleTurn],
+        emb: np.ndarray | None,
+        groups: list[list[int]],
+        has_tail: bool,
+    ) -> list[list[int]]:
+        changed = True
+        while changed:
+            changed = False
+            for gi, group in enumerate(groups):
+                if len(group) != 1 or turns[group[0]].is_tail or turns[group[0]].shift_cue:
+                    continue
+                if has_tail and gi == 0:
+                    continue
+                i = group[0]
+                prev_sim = next_sim = -1.0
+                if gi > 0:
+                    prev = groups[gi - 1]
+                    prev_sim = self._similarity(turns, emb, i, prev[-T.SEGMENT_WINDOW_TURNS :])
+                if gi + 1 < len(groups) and not turns[groups[gi + 1][0]].shift_cue:
+                    nxt = groups[gi + 1]
+                    next_sim = self._similarity(turns, emb, i, nxt[: T.SEGMENT_WINDOW_TURNS])
+                if max(prev_sim, next_sim) < T.SEGMENT_LONE_MERGE_MIN_SIM:
+                    continue
+                if prev_sim >= next_sim:
+                    groups[gi - 1].append(i)
+                else:
+                    groups[gi + 1].insert(0, i)
+                del groups[gi]
+                changed = True
+                break
+        return groups
+
+    # --- segment building ----------------------------------------------------------------------
+
+    def _build_segment(
+        self, pass_input: PassInput, turns: list[RuleTurn], group: list[int], continues: bool
+    ) -> Segment:
+        members = [turns[i] for i in group]
+        continues_tail = continues and members[0].is_tail
+        title = segment_title(members, pass_input.task_title)
+        project, evidence = find_project(members)
+        memories = distill(members, title)
+        return Segment(
+            first_ordinal=members[0].ordinal,
+            last_ordinal=members[-1].ordinal,
+            continues_tail=continues_tail,
+            title=title,
+            project=project,
+            project_evidence=evidence,
+            memories=memories,
+        )
+
+    # --- corrections ---------------------------------------------------------------------------
+
+    def _corrections(self, turns: list[RuleTurn]) -> list[CorrectionEpisode]:
+        out: list[CorrectionEpisode] = []
+        for i, t in enumerate(turns):
+            if t.is_tail or i == 0 or not t.correction_cue:
+                continue
+            corrected = turns[i - 1].turn
+            agent_did = first_sentences(
+                clean(corrected.outcome) or "(no visible outcome)",
+                T.CORRECTION_MAX_AGENT_DID_CHARS,
+            )
+            expected = user_expected(t.turn.prompt)
+            out.append(
+                CorrectionEpisode(
+                    correcting_ordinal=t.ordinal,
+                    corrected_ordinal=corrected.ordinal,
+                    title=trim_words(
+                        f"Correction: {strip_end(expected)}", T.DISTILL_TITLE_MAX_CHARS
+                    ),
+                    agent_did=agent_did,
+                    user_expected=expected,
+                )
+            )
+        return out

@@ -1,0 +1,74 @@
+"""The benchmark corpus and `memory-pipeline bench search` at a tiny scale, so neither rots."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+from typer.testing import CliRunner
+
+from memory_pipeline.bench.corpus import _Generator, load_corpus, sentence_pool
+from memory_pipeline.cli import app
+from memory_pipeline.db.connection import connect
+from memory_pipeline.embedding.minilm import get_minilm
+from memory_pipeline.embedding.store import embed_window
+
+
+def test_the_corpus_is_seeded() -> None:
+    pool = sentence_pool()[:50]
+    vectors = np.ones((len(pool), 384), dtype=np.float32)
+
+    def memories(seed: int) -> list[tuple]:
+        gen = _Generator(120, seed, pool, vectors)
+        gen.generate()
+        return [row[:4] for row in gen.rows.memories]
+
+    assert memories(3) == memories(3)
+    assert memories(3) != memories(4)
+    assert len(memories(3)) == 120
+
+
+def test_the_corpus_is_what_the_pipeline_would_have_written(db_url: str) -> None:
+    """After the bulk load, the embedding asset's own step finds nothing to cut or embed: the
+    passages, their source hashes and every vector's content hash match the pipeline's."""
+    info = load_corpus(db_url, 200)
+    assert info.memories == 200 and info.passages >= 200
+    with connect(db_url, autocommit=True) as conn:
+        report = embed_window(conn, get_minilm(), date(2020, 1, 1), date(2030, 1, 1))
+        assert (report.embedded, report.passages_cut, report.passages_embedded) == (0, 0, 0)
+        assert report.serving_space == "local:all-minilm-l6-v2:384"
+        kinds = dict(conn.execute("SELECT type, count(*) FROM memories GROUP BY 1").fetchall())
+        assert {"segment", "decision", "insight", "correction_episode"} <= set(kinds)
+        orphans = conn.execute(
+            "SELECT count(*) FROM memories m WHERE NOT EXISTS"
+            " (SELECT 1 FROM memory_provenance p WHERE p.memory_id = m.id)"
+        ).fetchone()[0]  # type: ignore[index]
+        assert orphans == 0
+        postings = conn.execute("SELECT count(*) FROM passage_postings").fetchone()[0]  # type: ignore[index]
+        assert postings > info.passages
+
+
+def test_bench_search_runs_and_appends_its_figures(session_home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "BENCHMARKS.md"
+    result = CliRunner().invoke(app, ["bench", "search", "--scale", "300", "--output", str(out)])
+    assert result.exit_code == 0, (result.output, result.exception)
+    text = out.read_text()
+    assert "## search at scale 300" in text
+    figures = {
+        cells[1].strip(): cells[2].split()[0]
+        for cells in (line.split("|") for line in text.splitlines() if line.startswith("| "))
+    }
+    for figure in (
+        "full pipeline p95 (no query embedding)",
+        "BM25 channel p95",
+        "vector channel p95",
+        "query embedding p95",
+        "HNSW recall@100 (no filter)",
+        "HNSW recall@100 (filtered)",
+        "BM25 top-10 memories shared with exhaustive",
+    ):
+        assert figure in figures
+    # On a corpus this small the postings read every list whole: the exhaustive ranking.
+    assert figures["BM25 top-100 memories shared with exhaustive"] == "1"
+    assert float(figures["HNSW recall@100 (no filter)"]) >= 0.95

@@ -1,0 +1,64 @@
+"""`memory-pipeline run`'s plan: a failed dream cycle or briefing push does not cost the backup.
+
+The jobs here are stand-ins with the real jobs' names, run by the real `materialize_all` on a
+Dagster instance on PostgreSQL; what is tested is the order and what a failure stops.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+import memory_pipeline.definitions
+from memory_pipeline import orchestrate
+from memory_pipeline.errors import UserError
+from memory_pipeline.jobs import DREAM_JOB, INGEST_JOB
+from memory_pipeline.settings import Settings
+
+RAN: list[str] = []
+
+
+def _job(name: str, fails: bool = False) -> dg.JobDefinition:
+    @dg.op(name=f"{name}_step")
+    def step() -> None:
+        RAN.append(name)
+        if fails:
+            raise RuntimeError("SMTP server refused the connection")
+
+    @dg.job(name=name)
+    def job() -> None:
+        step()
+
+    return job
+
+
+@pytest.fixture
+def plan(monkeypatch: pytest.MonkeyPatch, dagster_home: Path):  # type: ignore[no-untyped-def]
+    RAN.clear()
+
+    def use(failing: str) -> dg.DagsterInstance:
+        names = [INGEST_JOB, "maintenance_job", DREAM_JOB, "backup_job"]
+        defs = dg.Definitions(jobs=[_job(n, fails=n == failing) for n in names])
+        monkeypatch.setattr(memory_pipeline.definitions, "defs", defs)
+        monkeypatch.setattr(orchestrate, "_plan", lambda *a, **k: [(n, {}) for n in names])
+        return dg.DagsterInstance.get()
+
+    return use
+
+
+def test_a_failed_dream_job_still_runs_the_backup_then_reports_the_failure(plan) -> None:  # type: ignore[no-untyped-def]
+    instance = plan(failing=DREAM_JOB)
+    lines: list[str] = []
+    with pytest.raises(UserError, match=r"dream_job failed \(dream_job_step: .*SMTP server"):
+        orchestrate.materialize_all(instance, Settings.from_env(), progress=lines.append)
+    assert RAN == [INGEST_JOB, "maintenance_job", DREAM_JOB, "backup_job"]
+    assert any("dream_job failed" in line for line in lines)
+
+
+def test_a_failed_ingest_stops_the_run_before_anything_else(plan) -> None:  # type: ignore[no-untyped-def]
+    instance = plan(failing=INGEST_JOB)
+    with pytest.raises(UserError, match="ingest_job failed"):
+        orchestrate.materialize_all(instance, Settings.from_env(), progress=lambda _: None)
+    assert RAN == [INGEST_JOB]

@@ -1,0 +1,81 @@
+"""What the agents send a hook on stdin, and what a hook prints to add context (stdlib only).
+
+Claude Code (https://code.claude.com/docs/en/hooks, "Hook input" and "SessionStart" /
+"UserPromptSubmit"): every event carries `session_id`, `transcript_path`, `cwd`,
+`permission_mode` and `hook_event_name`; SessionStart adds `source` (`startup`, `resume`,
+`clear`, `compact`) and `model`; UserPromptSubmit adds `prompt`. Newer versions add fields
+(`prompt_id`, `effort`, `agent_id`, ...), so unknown fields are ignored.
+
+Codex (https://developers.openai.com/codex/hooks.md; schemas in openai/codex
+`codex-rs/hooks/schema/generated/user-prompt-submit.command.input.schema.json` and
+`session-start.command.output.schema.json`): the same wire format; UserPromptSubmit carries
+`session_id`, `turn_id`, `transcript_path` (may be null), `cwd`, `hook_event_name`, `model`,
+`permission_mode` and `prompt`; SessionStart carries `source` (`startup`, `resume`, `clear`).
+
+Output, the same for both: exit 0 with
+`{"hookSpecificOutput": {"hookEventName": "<event>", "additionalContext": "<text>"}}` on stdout
+adds the text to the model's context; printing nothing adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+SESSION_START = "SessionStart"
+USER_PROMPT_SUBMIT = "UserPromptSubmit"
+# The CLI's subcommand -> the event it answers.
+EVENTS = {"session-start": SESSION_START, "prompt": USER_PROMPT_SUBMIT}
+
+
+class PayloadError(ValueError):
+    """Stdin is not a hook payload (not a JSON object)."""
+
+
+class HookEvent:
+    """One hook call. A plain class: `dataclasses` imports `inspect` and more, a cost the
+    per-prompt client pays on every prompt."""
+
+    __slots__ = ("cwd", "event", "prompt", "session_id", "source")
+
+    def __init__(
+        self,
+        event: str,  # SESSION_START or USER_PROMPT_SUBMIT
+        prompt: str,  # "" at session start
+        cwd: str | None,
+        source: str | None,  # session start: startup, resume, clear, compact
+        session_id: str | None,
+    ) -> None:
+        self.event = event
+        self.prompt = prompt
+        self.cwd = cwd
+        self.source = source
+        self.session_id = session_id
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def parse(raw: str | bytes, command_event: str) -> HookEvent:
+    """The event in `raw` (stdin). `command_event` is the event the command was installed for;
+    a payload naming the other known event wins (the output must name the event that ran)."""
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise PayloadError(f"stdin is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise PayloadError("stdin is not a JSON object")
+    named = _text(data.get("hook_event_name"))
+    event = named if named in (SESSION_START, USER_PROMPT_SUBMIT) else command_event
+    return HookEvent(
+        event=event,
+        prompt=(_text(data.get("prompt")) or "") if event == USER_PROMPT_SUBMIT else "",
+        cwd=_text(data.get("cwd")) or None,
+        source=_text(data.get("source")),
+        session_id=_text(data.get("session_id")),
+    )
+
+
+def output(event: str, text: str) -> str:
+    """The stdout that adds `text` to the model's context."""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})

@@ -1,0 +1,479 @@
+"""The six read-only memory tools and the failures they report to the model."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, date, datetime
+from typing import Annotated, Any
+
+import anyio.to_thread
+import numpy as np
+import psycopg
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from memory_pipeline.db.failures import classify
+from memory_pipeline.errors import UserError
+from memory_pipeline.forget.tier import visible_detail, visible_graph
+from memory_pipeline.settings import Settings
+from serving import browse
+from serving import rerank_weights as W
+from serving.brief import Briefing, read_briefing
+from serving.browse_models import (
+    MemoryDetail,
+    MemoryGraph,
+    MemoryPage,
+    RelationType,
+    Timeline,
+)
+from serving.context_pack import context as build_context_pack
+from serving.db import ReaderError
+from serving.mcp.auth import StaticTokenVerifier
+from serving.mcp.pool import ReaderBusy, ReaderPool
+from serving.mcp.schema import (
+    DEFAULT_TOKEN_BUDGET,
+    INSTRUCTIONS,
+    MAX_FILTER_CHARS,
+    MAX_HIT_CHARS,
+    MAX_SEARCH_TEXT_CHARS,
+    MAX_TITLE_CHARS,
+    MAX_TOKEN_BUDGET,
+    MIN_TOKEN_BUDGET,
+    READ_ONLY,
+    SERVER_NAME,
+    ExcludeReversed,
+    MemClasses,
+    MemoryId,
+    ProjectContext,
+    Projects,
+    Query,
+    SearchResults,
+    Since,
+    Sources,
+    Statuses,
+    Tags,
+    Types,
+    Until,
+)
+from serving.models import ContextPack, SearchFilters, SearchHit
+from serving.render import (
+    clean,
+    clean_model,
+    detail_text,
+    graph_text,
+    hits_text,
+    pack_text,
+    page_text,
+    timeline_text,
+)
+from serving.search import QueryEmbedder, search
+
+logger = logging.getLogger(__name__)
+
+
+class _EmbedderFailed(Exception):
+    pass
+
+
+class _GuardedEmbedder(QueryEmbedder):
+    """The query embedder, its failures told apart so search can fall back to keywords."""
+
+    def __init__(self, inner: QueryEmbedder) -> None:
+        self.inner = inner
+
+    def embed(self, space: str, query: str) -> np.ndarray:
+        try:
+            return self.inner.embed(space, query)
+        except Exception as exc:
+            raise _EmbedderFailed from exc
+
+
+_URL = re.compile(r"\S+://\S+")
+
+
+@contextmanager
+def _expected_failures() -> Iterator[None]:
+    """Expected failures become ToolErrors with safe text; anything else stays a crash."""
+    try:
+        yield
+    except browse.BrowseError as exc:
+        raise ToolError(str(exc)) from None
+    except psycopg.errors.QueryCanceled:
+        raise ToolError(
+            "the query took too long and was cancelled; narrow it (filters, a smaller limit or "
+            "depth)"
+        ) from None
+    except ReaderBusy as exc:
+        raise ToolError(f"the memory server is busy ({exc}); try again in a few seconds") from None
+    except ReaderError as exc:
+        message = _URL.sub("<url>", exc.public)
+        if exc.temporary:
+            raise ToolError(f"the memory database is unavailable right now: {message}") from None
+        raise ToolError(f"the memory database cannot be used: {message}") from None
+    except psycopg.OperationalError as exc:
+        logger.warning("memory database unavailable", exc_info=True)
+        raise ToolError(
+            f"the memory database is unavailable right now ({classify(exc).detail}); try again "
+            "in a minute"
+        ) from None
+    except UserError as exc:
+        raise ToolError(
+            "the memory database cannot be used: " + _URL.sub("<url>", str(exc))
+        ) from None
+
+
+def _result(model: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+def _filters(**fields: Any) -> SearchFilters:
+    given = {k: v for k, v in fields.items() if v is not None}
+    for key in ("since", "until"):  # a time without an offset is UTC
+        if key in given and given[key].tzinfo is None:
+            given[key] = given[key].replace(tzinfo=UTC)
+    return SearchFilters(**given)
+
+
+def _cap_hits(hits: list[SearchHit]) -> tuple[list[SearchHit], bool]:
+    """Cleaned hits, each cut to MAX_HIT_CHARS, all together to MAX_SEARCH_TEXT_CHARS."""
+    out: list[SearchHit] = []
+    used = 0
+    truncated = False
+    for hit in hits:
+        hit = clean_model(hit)
+        content, title = hit.content, hit.title
+        if len(content) > MAX_HIT_CHARS:
+            content = content[: MAX_HIT_CHARS - 6].rstrip() + " [...]"
+            truncated = True
+        if len(title) > MAX_TITLE_CHARS:
+            title = title[: MAX_TITLE_CHARS - 6].rstrip() + " [...]"
+            truncated = True
+        passages = []
+        for p in hit.passages:  # the matched excerpts, each under the same cap
+            if len(p.text) > MAX_HIT_CHARS:
+                p = p.model_copy(update={"text": p.text[: MAX_HIT_CHARS - 6].rstrip() + " [...]"})
+                truncated = True
+            passages.append(p)
+        size = len(content) + len(title) + sum(len(p.text) + 100 for p in passages) + 400
+        if out and used + size > MAX_SEARCH_TEXT_CHARS:
+            truncated = True
+            break
+        used += size
+        out.append(
+            hit.model_copy(update={"content": content, "title": title, "passages": passages})
+        )
+    return out, truncated
+
+
+def _query(text: str, what: str = "query") -> str:
+    text = text.strip()
+    if not text:
+        raise ToolError(f"the {what} is empty; say what to look for")
+    return text
+
+
+def build_server(
+    reader_url: str | None = None,
+    *,
+    embedder: QueryEmbedder | None = None,
+    pool: ReaderPool | None = None,
+    token: str | None = None,
+    include_private: bool = False,
+) -> MCPServer:
+    """The MCP server with its six read-only tools.
+
+    `reader_url` (or `pool`) points it at a database as the read-only role; by default the
+    configured one (`MEMORY_READER_URL`, else the read-only role on the pipeline's database).
+    With `token`, streamable HTTP requires `Authorization: Bearer <token>`. Private-tier
+    memories (sql/019) are on no tool unless `include_private` (`mcp --include-private`).
+    """
+    private = include_private or None  # SearchFilters.include_private, or its default (False)
+    pool = pool or ReaderPool(reader_url)
+    guarded = _GuardedEmbedder(embedder or QueryEmbedder(Settings.from_env().ollama_host))
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> Any:
+        pool.attach()
+        try:
+            yield {"pool": pool}
+        finally:
+            await anyio.to_thread.run_sync(pool.detach)
+
+    auth: dict[str, Any] = {}
+    if token is not None:
+        auth = {
+            "token_verifier": StaticTokenVerifier(token),
+            # A static bearer token, no authorization server: nothing to advertise.
+            "auth": AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None),
+        }
+    server = MCPServer(
+        SERVER_NAME,
+        title="memory-pipeline (read-only)",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        **auth,
+    )
+
+    def run_search(conn: psycopg.Connection, call: Callable[..., Any], **kw: Any) -> Any:
+        try:
+            return call(conn, embedder=guarded, **kw)
+        except _EmbedderFailed:
+            logger.warning("query embedding failed; keyword search only", exc_info=True)
+            return call(conn, embedder=None, **kw)
+
+    @server.tool(name="memory_search", title="Search memories", annotations=READ_ONLY)
+    def memory_search(
+        query: Query,
+        limit: Annotated[int, Field(ge=1, le=W.MAX_LIMIT, description="How many results.")] = (
+            W.DEFAULT_LIMIT
+        ),
+        types: Types = None,
+        mem_classes: MemClasses = None,
+        projects: Projects = None,
+        sources: Sources = None,
+        tags: Tags = None,
+        since: Since = None,
+        until: Until = None,
+        statuses: Statuses = None,
+        exclude_reversed: ExcludeReversed = False,
+        project_context: ProjectContext = None,
+        temporal_context: Annotated[
+            bool, Field(description="Append the top result's neighbours within 24 hours.")
+        ] = True,
+    ) -> Annotated[CallToolResult, SearchResults]:
+        """Hybrid search (keywords + vectors + rerank) over memories, best first, with
+        provenance and the passages that matched (the excerpts memory_context packs). Results
+        marked temporal_context are neighbours in time of the top one."""
+        q = _query(query)
+        filters = _filters(
+            include_private=private,
+            types=types,
+            mem_classes=mem_classes,
+            projects=projects,
+            sources=sources,
+            tags=tags,
+            since=since,
+            until=until,
+            statuses=statuses,
+            exclude_reversed=exclude_reversed,
+        )
+        with _expected_failures(), pool.connection() as conn:
+            response = run_search(
+                conn,
+                search,
+                query=q,
+                limit=limit,
+                filters=filters,
+                project_context=project_context,
+                temporal_context=temporal_context,
+                record_surface="mcp",
+            )
+        hits, truncated = _cap_hits(response.results)
+        result = SearchResults(
+            query=clean(q), space=response.space, results=hits, truncated=truncated
+        )
+        extra = sum(1 for h in hits if h.temporal_context)
+        head = (
+            f"{len(hits) - extra} results"
+            f"{f' and {extra} temporal neighbours of the top one' if extra else ''}"
+            f" for: {clean(q)}{' (cut at the text cap)' if truncated else ''}. {result.note}"
+        )
+        return _result(result, head + "\n\n" + hits_text(hits))
+
+    @server.tool(name="memory_context", title="Context pack for a task", annotations=READ_ONLY)
+    def memory_context(
+        task: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=W.MAX_QUERY_CHARS,
+                description="The task you are about to do, in a sentence or a paragraph.",
+            ),
+        ],
+        token_budget: Annotated[
+            int,
+            Field(
+                ge=MIN_TOKEN_BUDGET,
+                le=MAX_TOKEN_BUDGET,
+                description=f"Tokens the pack may use ({W.CHARS_PER_TOKEN} characters each).",
+            ),
+        ] = DEFAULT_TOKEN_BUDGET,
+        projects: Projects = None,
+        sources: Sources = None,
+        exclude_reversed: ExcludeReversed = False,
+        project_context: ProjectContext = None,
+    ) -> Annotated[CallToolResult, ContextPack]:
+        """Excerpts of the most relevant memories for a task (the passages that matched, and
+        their neighbouring turns as the budget allows), cut to a token budget, with provenance
+        and the memories left out (memory_read returns any memory whole). Correction episodes
+        are never packed (search for them explicitly)."""
+        q = _query(task, "task description")
+        filters = _filters(
+            projects=projects,
+            sources=sources,
+            include_private=private,
+            exclude_reversed=exclude_reversed,
+        )
+        with _expected_failures(), pool.connection() as conn:
+            pack = run_search(
+                conn,
+                build_context_pack,
+                query=q,
+                token_budget=token_budget,
+                filters=filters,
+                project_context=project_context,
+                record_surface="mcp",
+            )
+        pack = clean_model(pack)
+        return _result(pack, pack_text(pack))
+
+    @server.tool(name="memory_read", title="Read one memory", annotations=READ_ONLY)
+    def memory_read(
+        memory_id: MemoryId,
+        include_expired: Annotated[
+            bool, Field(description="Also list relationships that no longer hold.")
+        ] = False,
+    ) -> Annotated[CallToolResult, MemoryDetail]:
+        """One memory in full: its fields, typed relationships, and provenance down to the
+        prompt and outcome of each supporting turn (cut to bounds)."""
+        with _expected_failures(), pool.connection() as conn:
+            detail = browse.read_memory(conn, memory_id, include_expired=include_expired)
+            if not include_private:
+                detail = visible_detail(conn, detail)
+        detail = clean_model(detail)
+        return _result(detail, detail_text(detail))
+
+    @server.tool(name="memory_list", title="List memories", annotations=READ_ONLY)
+    def memory_list(
+        types: Types = None,
+        mem_classes: MemClasses = None,
+        projects: Projects = None,
+        sources: Sources = None,
+        tags: Tags = None,
+        since: Since = None,
+        until: Until = None,
+        statuses: Statuses = None,
+        limit: Annotated[
+            int, Field(ge=1, le=browse.MAX_PAGE_SIZE, description="Memories per page.")
+        ] = browse.DEFAULT_PAGE_SIZE,
+        cursor: Annotated[
+            str | None,
+            Field(
+                max_length=browse.MAX_CURSOR_CHARS,
+                description="next_cursor from the previous page (same filters); omit at first.",
+            ),
+        ] = None,
+    ) -> Annotated[CallToolResult, MemoryPage]:
+        """Memories matching filters, newest first, a page at a time (content previews)."""
+        filters = _filters(
+            include_private=private,
+            types=types,
+            mem_classes=mem_classes,
+            projects=projects,
+            sources=sources,
+            tags=tags,
+            since=since,
+            until=until,
+            statuses=statuses,
+        )
+        with _expected_failures(), pool.connection() as conn:
+            page = browse.list_memories(conn, filters, limit=limit, cursor=cursor or None)
+        page = clean_model(page)
+        return _result(page, page_text(page))
+
+    @server.tool(name="memory_graph", title="Relationship graph", annotations=READ_ONLY)
+    def memory_graph(
+        memory_id: MemoryId,
+        depth: Annotated[
+            int, Field(ge=1, le=browse.MAX_GRAPH_DEPTH, description="Hops from the memory.")
+        ] = 1,
+        relation_types: Annotated[
+            list[RelationType] | None,
+            Field(max_length=9, description="Only these relationship types."),
+        ] = None,
+        include_expired: Annotated[
+            bool, Field(description="Also follow relationships that no longer hold.")
+        ] = False,
+        max_nodes: Annotated[
+            int, Field(ge=1, le=browse.MAX_GRAPH_NODES, description="Memories at most.")
+        ] = browse.DEFAULT_GRAPH_NODES,
+    ) -> Annotated[CallToolResult, MemoryGraph]:
+        """The typed-relationship neighbourhood of a memory (both directions), breadth first."""
+        with _expected_failures(), pool.connection() as conn:
+            graph = browse.memory_graph(
+                conn,
+                memory_id,
+                depth=depth,
+                relation_types=relation_types,
+                include_expired=include_expired,
+                max_nodes=max_nodes,
+            )
+            if not include_private:
+                graph = visible_graph(conn, graph)
+        graph = clean_model(graph)
+        return _result(graph, graph_text(graph))
+
+    @server.tool(name="memory_timeline", title="Timeline", annotations=READ_ONLY)
+    def memory_timeline(
+        around: Annotated[
+            datetime | None,
+            Field(description="A time (ISO 8601) to look around; UTC when no offset is given."),
+        ] = None,
+        window_hours: Annotated[
+            float,
+            Field(
+                gt=0,
+                le=browse.MAX_TIMELINE_WINDOW_HOURS,
+                description="Hours before and after `around`.",
+            ),
+        ] = 24,
+        project: Annotated[
+            str | None,
+            Field(min_length=1, max_length=MAX_FILTER_CHARS, description="Only this project."),
+        ] = None,
+        types: Types = None,
+        statuses: Statuses = None,
+        limit: Annotated[
+            int, Field(ge=1, le=browse.MAX_TIMELINE_ITEMS, description="Memories at most.")
+        ] = browse.DEFAULT_TIMELINE_ITEMS,
+    ) -> Annotated[CallToolResult, Timeline]:
+        """What happened around a time and/or in a project: memories ordered by creation time,
+        oldest first. Give `around`, `project`, or both."""
+        filters = _filters(types=types, statuses=statuses, include_private=private)
+        with _expected_failures(), pool.connection() as conn:
+            tl = browse.timeline(
+                conn,
+                around=around,
+                window_hours=window_hours,
+                project=project,
+                filters=filters,
+                limit=limit,
+            )
+        tl = clean_model(tl)
+        return _result(tl, timeline_text(tl))
+
+    @server.tool(name="memory_brief", title="Daily briefing", annotations=READ_ONLY)
+    def memory_brief(
+        day: Annotated[
+            date | None,
+            Field(description="The briefing of this day (YYYY-MM-DD); default the latest."),
+        ] = None,
+    ) -> Annotated[CallToolResult, Briefing]:
+        """The user's latest daily briefing: new dream-cycle syntheses, contradictions,
+        superseded decisions, resurfaced memories, the weekly digest and open questions, each
+        with a headline and the ids of the memories it rests on (open them with memory_read)."""
+        with _expected_failures(), pool.connection() as conn:
+            briefing, text = read_briefing(conn, day, include_private=include_private)
+        briefing = clean_model(briefing)
+        return _result(briefing, clean(text))
+
+    return server
