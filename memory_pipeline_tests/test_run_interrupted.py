@@ -54,7 +54,8 @@ def test_a_run_killed_in_its_semantic_pass_does_not_block_the_next(
     assert f"run {first_id[:8]} (ingest_job) was left STARTED and its process" in said
     runs = home.runs()
     assert runs.pop(first_id) == "FAILURE"
-    assert set(runs.values()) == {"SUCCESS"} and len(runs) == 4  # ingest, maintenance, dream, backup
+    # ingest, maintenance, dream, backup
+    assert set(runs.values()) == {"SUCCESS"} and len(runs) == 4
     assert home.llm_slot_holders() == set()
     assert home.tasks_and_pending_passes() == (1, 0)  # the semantic pass was done after all
 

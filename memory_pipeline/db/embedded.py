@@ -35,6 +35,7 @@ from pathlib import Path
 
 import psutil
 
+from memory_pipeline import tuning
 from memory_pipeline.errors import UserError
 
 SERVER_USER_WHEN_ROOT = "embedded_postgres"
@@ -108,7 +109,8 @@ class EmbeddedServer:
             socket_dir = self._socket_dir(server_user)
             options = (
                 f"-c listen_addresses='' -c unix_socket_directories='{socket_dir}' "
-                f"-c port={SOCKET_PORT} -c unix_socket_permissions=0700 -c max_connections=200"
+                f"-c port={SOCKET_PORT} -c unix_socket_permissions=0700 -c max_connections=200 "
+                f"-c shared_buffers={tuning.EMBEDDED_SHARED_BUFFERS}"
             )
             self._run(
                 "pg_ctl",
