@@ -1,4 +1,4 @@
-"""The six read-only memory tools and the failures they report to the model."""
+"""The seven read-only memory tools and the failures they report to the model."""
 
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ def build_server(
     token: str | None = None,
     include_private: bool = False,
 ) -> MCPServer:
-    """The MCP server with its six read-only tools.
+    """The MCP server with its seven read-only tools.
 
     `reader_url` (or `pool`) points it at a database as the read-only role; by default the
     configured one (`MEMORY_READER_URL`, else the read-only role on the pipeline's database).
