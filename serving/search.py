@@ -142,6 +142,24 @@ class ChannelResult:
 EMPTY = ChannelResult([], [])
 
 
+# The tail of a BM25 statement over `scored (id, memory_id, s)` passages: the best passage of each
+# of the top memories (first %s: how many memories), plus any other passage within the top
+# (second %s: how many passages), best first.
+RANK_PASSAGES_BY_MEMORY = (
+    "), ranked AS ("
+    " SELECT id, memory_id, s,"
+    "  row_number() OVER (ORDER BY s DESC, id) AS prank,"
+    "  row_number() OVER (PARTITION BY memory_id ORDER BY s DESC, id) AS inner_rank"
+    " FROM scored"
+    "), best AS ("
+    " SELECT memory_id, s FROM ranked WHERE inner_rank = 1"
+    " ORDER BY s DESC, memory_id LIMIT %s"
+    ")"
+    " SELECT r.id, r.memory_id FROM ranked r JOIN best b USING (memory_id)"
+    " WHERE r.inner_rank = 1 OR r.prank <= %s ORDER BY r.s DESC, r.id"
+)
+
+
 def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -> ChannelResult:
     """Okapi BM25 over passages: any query lexeme may match, rare ones weigh most.
 
@@ -212,18 +230,7 @@ def bm25_statement(query: str, filters: SearchFilters) -> tuple[sql.Composed, li
             "   SELECT sum(q.idf * pp.impact) AS s FROM passage_postings pp"
             "   JOIN q ON q.lexeme = pp.lexeme"
             "   WHERE pp.passage_id = c.id AND pp.lexeme = ANY(ARRAY(SELECT lexeme FROM cut))"
-            " ) e"
-            "), ranked AS ("
-            " SELECT id, memory_id, s,"
-            "  row_number() OVER (ORDER BY s DESC, id) AS prank,"
-            "  row_number() OVER (PARTITION BY memory_id ORDER BY s DESC, id) AS inner_rank"
-            " FROM scored"
-            "), best AS ("
-            " SELECT memory_id, s FROM ranked WHERE inner_rank = 1"
-            " ORDER BY s DESC, memory_id LIMIT %s"
-            ")"
-            " SELECT r.id, r.memory_id FROM ranked r JOIN best b USING (memory_id)"
-            " WHERE r.inner_rank = 1 OR r.prank <= %s ORDER BY r.s DESC, r.id"
+            " ) e" + RANK_PASSAGES_BY_MEMORY
         ).format(where=where),
         [
             query,

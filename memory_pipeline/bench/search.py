@@ -219,18 +219,7 @@ def bm25_exhaustive(
             "   JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme"
             " ) t"
             " WHERE p.search_vector @@ CAST(%s AS tsquery) AND {where}"
-            " GROUP BY p.id"
-            "), ranked AS ("
-            " SELECT id, memory_id, s,"
-            "  row_number() OVER (ORDER BY s DESC, id) AS prank,"
-            "  row_number() OVER (PARTITION BY memory_id ORDER BY s DESC, id) AS inner_rank"
-            " FROM scored"
-            "), best AS ("
-            " SELECT memory_id, s FROM ranked WHERE inner_rank = 1"
-            " ORDER BY s DESC, memory_id LIMIT %s"
-            ")"
-            " SELECT r.id, r.memory_id FROM ranked r JOIN best b USING (memory_id)"
-            " WHERE r.inner_rank = 1 OR r.prank <= %s ORDER BY r.s DESC, r.id"
+            " GROUP BY p.id" + S.RANK_PASSAGES_BY_MEMORY
         ).format(where=where),
         [
             W.BM25_K1 + 1,
