@@ -29,6 +29,11 @@ CAPTURE_JSON_MAX_DEPTH = 32
 # A native id or path longer than this is shortened (head + sha256) where it is only a key for a
 # recorded skip: a btree index entry holds about 2,700 bytes, and a skip must always be storable.
 CAPTURE_SKIP_KEY_MAX_CHARS = 500
+# The chat import (capture/chat_import.py) streams: a conversation is stored as soon as its last
+# line is read, and a conversation longer than this many characters of turn text is stored in
+# batches of about this size (store.py aligns a batch by its turns' ordinals), so capturing one
+# 500 MB file holds a few batches in memory, not the file.
+CHAT_IMPORT_BATCH_CHARS = 4_000_000
 # Codex (capture/codex/): a fork's copy of its parent's rollout is written in one burst, lines
 # milliseconds apart; a larger gap inside the copied region means the fork's own activity began.
 CODEX_COPY_BURST_GAP_SECONDS = 2.0
@@ -69,8 +74,12 @@ SEGMENT_WINDOW_TURNS = 3  # how many trailing turns of the current segment a tur
 SEGMENT_LEX_WEIGHT = 0.5
 SEGMENT_VEC_WEIGHT = 0.5
 SEGMENT_LEX_COSINE_CEIL = 0.35  # tf-idf cosine at which two turns count as fully on-topic
-SEGMENT_VEC_COSINE_FLOOR = 0.10  # MiniLM cosine of unrelated coding turns
-SEGMENT_VEC_COSINE_CEIL = 0.60  # MiniLM cosine of clearly same-topic turns
+# Calibrated for the text segmentation embeds: the turn as its passage renders it, speaker labels
+# included (embedding/reuse.py). The labels raise every cosine a little, so these were moved from
+# 0.10 / 0.60 (for "prompt\noutcome") to keep the same share of turns below each (bench ingest
+# corpus: 49 vs 51 segments per 500 turns; demo: every planted switch found, as before).
+SEGMENT_VEC_COSINE_FLOOR = 0.15  # MiniLM cosine of unrelated coding turns
+SEGMENT_VEC_COSINE_CEIL = 0.62  # MiniLM cosine of clearly same-topic turns
 SEGMENT_SHIFT_THRESHOLD = 0.20
 SEGMENT_CUE_KEEP_THRESHOLD = 0.75
 SEGMENT_CONTINUATION_BONUS = 0.25
@@ -292,6 +301,11 @@ SEGMENT_CONTENT_MAX_CHARS = 20000  # a segment memory keeps its turns' text up t
 # The offline default space: all-MiniLM-L6-v2 run in numpy. sql/009 indexes it.
 LOCAL_EMBEDDING_SPACE = "local:all-minilm-l6-v2:384"
 EMBED_BATCH_SIZE = 64  # memories per embedding call and per write transaction
+# Vectors an embedder keeps for reuse by the next ingest step (embedding/reuse.py): the
+# semantic pass embeds each turn as its passage text and the passage step finds it there.
+# 1.5 KB per 384-d vector: 20,000 is about 35 MB; a turn evicted before its passage is embedded
+# is just embedded again.
+EMBED_REUSE_MAX_VECTORS = 20_000
 # The numpy MiniLM (embedding/minilm.py): texts sorted by length are batched up to this many
 # WordPiece tokens (padding included) per forward pass, so short texts go in large batches and
 # long ones in small, and at most MINILM_MAX_BATCH texts per pass.
@@ -318,6 +332,11 @@ OLLAMA_UNKNOWN_WINDOW_TOKENS = 512
 # BM25 postings (sql/021, embedding/bm25_stats.py): their impacts embed the mean passage
 # length; bm25_statistics rebuilds them all when it moved by more than this share since.
 BM25_POSTINGS_AVGDL_DRIFT = 0.05
+# Search under a narrowing filter (project, type, time range, ...; serving/search.py): when at
+# most this many memories pass it, both channels rank those memories' passages exactly (every
+# BM25 score, every cosine) instead of walking postings or the HNSW graph until enough survive
+# the filter, which at 100K memories read tens of thousands of rows for a one-project filter.
+SEARCH_EXACT_FILTERED_MEMORIES = 6000
 
 # --- reinforcement ------------------------------------------------------------------------
 # Retrieval events (what search returned) are folded into memories' access counts hourly; a
@@ -438,6 +457,11 @@ BACKUP_DUMP_COMPRESS_LEVEL = 1
 # Rows per batch when exporting a table to JSON Lines (backup/exports.py): one batch is one polars
 # DataFrame in memory. Turns can hold tens of KB of text each, so 1000 rows stay well under 100 MB.
 BACKUP_EXPORT_BATCH_ROWS = 1000
+
+# Connections that compute table checksums at once (backup/checksums.py), each taking the largest
+# table left. A backup computes them while pg_dump runs and a verify while it re-exports; with
+# that overlap, backup + verify at 100K memories on 2 busy cores (load 5-8) went from 218 to 155 s.
+BACKUP_CHECKSUM_WORKERS = 2
 
 # The optional copy to further destinations (MEMORY_BACKUP_COPY_COMMAND) is stopped after this
 # long: a hung upload must not hold the nightly run forever. The local backup stays either way.

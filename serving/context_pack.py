@@ -2,7 +2,8 @@
 
 A pack quotes what matched, not the head of each memory: the passages of the search's hits
 that a channel ranked (the turns of a segment that matched, a decision or insight whole) and, as
-the budget allows, the passages next to them (the neighbouring turns). Each memory is one item:
+the budget allows, the passages next to them (the neighbouring turns; the turn after a match
+before the one before it, since an answer follows its question). Each memory is one item:
 a title line, its provenance ids and its excerpts, counted as rendered (`serving/render.py`).
 
 Excerpts are packed greedily by priority (`excerpt_priority`, weights in
@@ -153,7 +154,8 @@ def pack_excerpts(
     for i, passage, base in matched:
         candidates.append(_Candidate(base, i, passage, False))
         for n in neighbours.get(str(passage.id), []):
-            candidates.append(_Candidate(base * W.PACK_NEIGHBOUR_SHARE, i, n, True))
+            share = W.PACK_NEIGHBOUR_SHARE if n.ordinal > passage.ordinal else W.PACK_PREVIOUS_SHARE
+            candidates.append(_Candidate(base * share, i, n, True))
 
     items: dict[int, ContextItem] = {}
     packed_ids: set[str] = set()

@@ -96,13 +96,14 @@ def memory_block(
 
 
 def excerpt_label(turns: list[PassageTurn], neighbour: bool = False, cut: bool = False) -> str:
-    """The line before a quoted passage: which turns it is (the provenance of the excerpt)."""
-    ordinals = ",".join(str(t.ordinal) for t in turns)
-    label = f"[turn{'s' if len(turns) > 1 else ''} {ordinals}" if turns else "[excerpt"
+    """The mark before a quoted passage: which turns of its task it is (`[t12]`, the provenance
+    of the excerpt), `near` when it is a neighbour of a match, `cut` when only its head is
+    quoted. Short on purpose: a pack repeats it for every excerpt (its `note` explains it)."""
+    label = "[t" + ",".join(str(t.ordinal) for t in turns) if turns else "[excerpt"
     if neighbour:
-        label += ", next to a match"
+        label += " near"
     if cut:
-        label += ", cut"
+        label += " cut"
     return label + "]"
 
 
@@ -132,17 +133,18 @@ def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
 
 def pack_item_text(item: ContextItem) -> str:
     """One memory of a context pack as the agent reads it (and as its tokens are counted):
-    a title line, the tasks it came from, and each excerpt under the turns it quotes."""
-    # Compact on purpose: every character counts against the budget. The score, timestamps
-    # and native message ids are in the structured output.
-    extra = ' excerpt="true"' if item.truncated else ""
+    one header line (id, kind, date, the tasks it came from, title), each excerpt after the
+    mark of the turns it quotes, and the closing tag."""
+    # Compact on purpose: every character counts against the budget, and a pack of short
+    # messages holds many items. One header line: id, kind, date, the tasks it came from
+    # (source:native id), a short title, `part` for excerpts. The score, timestamps, turns and
+    # native message ids are in the structured output.
     created = item.created_at.date().isoformat()
-    tasks = "; ".join(dict.fromkeys(f"{p.source} task {p.native_task_id}" for p in item.provenance))
-    lines = [
-        f'<memory id="{item.memory_id}" kind="{attr(item.kind)}" created="{created}"{extra}>',
-        f"title: {clean(_short(item.title, W.PACK_TITLE_CHARS))}",
-        clean(f"from: {tasks}") if tasks else "from: no captured task",
-    ]
+    tasks = " ".join(dict.fromkeys(f"{p.source}:{p.native_task_id}" for p in item.provenance))
+    head = f'<memory id="{item.memory_id}" kind="{attr(item.kind)}" date="{created}"'
+    head += f' from="{attr(tasks)}"' if tasks else ' from="none"'
+    head += f' title="{attr(_short(item.title, W.PACK_TITLE_CHARS))}"'
+    lines = [head + (' part="1">' if item.truncated else ">")]
     lines += [clean(f"flag: {f}") for f in item.flags]  # relationship warnings, at most two
     for e in item.excerpts:
         lines.append(f"{excerpt_label(e.turns, e.neighbour, e.truncated)} {clean(e.text)}")
@@ -162,14 +164,12 @@ def pack_text(pack: ContextPack) -> str:
         f"{pack.note}"
     )
     parts = [head, *(pack_item_text(item) for item in pack.items)]
-    if pack.left_out_count:
-        listed = "; ".join(
-            f"{o.memory_id} ({attr(o.kind)}: {attr(o.title)})" for o in pack.left_out
-        )
+    if pack.left_out_count:  # ids only (kinds and titles are in the structured output)
+        listed = " ".join(str(o.memory_id) for o in pack.left_out)
         more = pack.left_out_count - len(pack.left_out)
         parts.append(
-            f"Matched but left out for the budget (memory_read returns them): {listed}"
-            + (f"; and {more} more" if more > 0 else "")
+            f"Left out for the budget (memory_read(id) reads one): {listed}"
+            + (f" and {more} more" if more > 0 else "")
         )
     return "\n\n".join(parts)
 

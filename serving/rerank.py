@@ -92,8 +92,8 @@ def is_stale(created_at: datetime, last_accessed_at: datetime | None, now: datet
 
 def score(
     c: Candidate,
-    query_tokens: set[str],
-    context_tokens: set[str],
+    query_tokens: frozenset[str],
+    context_tokens: frozenset[str],
     project_context: str | None,
     now: datetime,
 ) -> tuple[float, dict[str, float]]:

@@ -103,7 +103,8 @@ TEMPORAL_NEIGHBOURS = 3
 #            + PACK_HIT_WEIGHT / (PACK_RRF_K + its memory's rank in the search)  (the rerank)
 #   times PACK_DISTILLED_SHARE for a distilled memory's passage (a sentence drawn from a turn
 #   that a segment passage quotes whole), PACK_NEIGHBOUR_SHARE of the passage it neighbours for
-#   a neighbouring passage, and PACK_OPEN_ITEM_BONUS once its memory is in the pack (another
+#   the passage right after it (an answer follows its question) and PACK_PREVIOUS_SHARE for the
+#   one right before it, and PACK_OPEN_ITEM_BONUS once its memory is in the pack (another
 #   excerpt costs no title or provenance lines). A pack chooses among PACK_PASSAGES_PER_HIT
 #   passages of each of the search's MAX_LIMIT hits. Tuned on the long-conversation gold set
 #   (evaluation/long_conversations) and checked on the demo gold set: scripts/bench_retrieval.py.
@@ -111,6 +112,7 @@ PACK_RRF_K = 30
 PACK_HIT_WEIGHT = 1.0
 PACK_DISTILLED_SHARE = 0.8
 PACK_NEIGHBOUR_SHARE = 0.7
+PACK_PREVIOUS_SHARE = 0.6
 PACK_OPEN_ITEM_BONUS = 1.25
 PACK_PASSAGES_PER_HIT = 8
 # Updates: when the query asks for the current state (one of PACK_CURRENT_STATE_CUES as a

@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from memory_pipeline import tuning
 from memory_pipeline.embedding.spaces import serving_space
 from serving import rerank_weights as W
 from serving.models import (
@@ -151,7 +152,7 @@ RANK_PASSAGES_BY_MEMORY = (
     "  row_number() OVER (ORDER BY s DESC, id) AS prank,"
     "  row_number() OVER (PARTITION BY memory_id ORDER BY s DESC, id) AS inner_rank"
     " FROM scored"
-    "), best AS ("
+    "), best AS MATERIALIZED ("
     " SELECT memory_id, s FROM ranked WHERE inner_rank = 1"
     " ORDER BY s DESC, memory_id LIMIT %s"
     ")"
@@ -160,7 +161,9 @@ RANK_PASSAGES_BY_MEMORY = (
 )
 
 
-def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -> ChannelResult:
+def bm25_channel(
+    conn: psycopg.Connection, query: str, filters: SearchFilters, filtered: int | None = -1
+) -> ChannelResult:
     """Okapi BM25 over passages: any query lexeme may match, rare ones weigh most.
 
     The query's English lexemes are OR-ed (a question rarely repeats every word of its answer),
@@ -174,32 +177,121 @@ def bm25_channel(conn: psycopg.Connection, query: str, filters: SearchFilters) -
     whose postings weigh least, is left unread. Returned: the best passages of the best
     CANDIDATES_PER_CHANNEL memories (each memory's best passage, and any passage within the
     top PASSAGE_CANDIDATES_PER_CHANNEL).
+
+    Under a narrowing filter that few memories pass (`filtered`, from filtered_memories; -1:
+    count them here), those memories' passages are scored exactly instead when the postings
+    to walk outnumber them: walking postings until enough survive such a filter reads most
+    of every common word's list, two primary-key lookups per posting.
     """
-    statement, params = bm25_statement(query, filters)
+    statement, params = bm25_chosen_statement(conn, query, filters, filtered)
     return ChannelResult.of(conn.execute(statement, params).fetchall())
 
 
+def bm25_chosen_statement(
+    conn: psycopg.Connection, query: str, filters: SearchFilters, filtered: int | None = -1
+) -> tuple[sql.Composed, list[Any]]:
+    """The statement bm25_channel runs for this query and filter (the benchmark EXPLAINs it):
+    the postings walk, or exact scores over the few memories a filter leaves."""
+    if filtered == -1:
+        filtered = filtered_memories(conn, filters)
+    if _exact(filtered):
+        walk = conn.execute(
+            "SELECT coalesce(sum(least(ndoc, %s)), 0) FROM passage_term_stats"
+            " WHERE lexeme = ANY(tsvector_to_array(to_tsvector('english', %s)))",
+            [_postings_per_lexeme(filters), query],
+        ).fetchone()
+        if walk and walk[0] > filtered:  # type: ignore[operator]
+            return bm25_filtered_statement(query, filters)
+    return bm25_statement(query, filters)
+
+
+def filtered_memories(conn: psycopg.Connection, filters: SearchFilters) -> int | None:
+    """How many memories a narrowing filter leaves, as the planner estimates it (planning
+    only: counting even a few thousand rows costs more than some whole searches); None
+    without a narrowing filter. It only chooses between two correct plans."""
+    if not _narrowing(filters):
+        return None
+    where, params = filter_sql(filters)
+    row = conn.execute(
+        sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM memories m WHERE {where}").format(where=where),
+        params,
+    ).fetchone()
+    return int(row[0][0]["Plan"]["Plan Rows"]) if row else None  # type: ignore[index]
+
+
+def _exact(filtered: int | None) -> bool:
+    return filtered is not None and filtered <= tuning.SEARCH_EXACT_FILTERED_MEMORIES
+
+
+def _postings_per_lexeme(filters: SearchFilters) -> int:
+    if _narrowing(filters):
+        return W.BM25_POSTINGS_PER_LEXEME * W.BM25_FILTERED_POSTINGS_FACTOR
+    return W.BM25_POSTINGS_PER_LEXEME
+
+
+# The query's lexemes with the idf of _bm25_statistics (1 before any statistics exist).
+_QUERY_LEXEMES = (
+    "q(lexeme, idf) AS MATERIALIZED ("
+    " SELECT l.lexeme, CASE WHEN coalesce(c.documents, 0) = 0 THEN 1.0"
+    "  ELSE ln(1 + (c.documents - coalesce(t.ndoc, 0) + 0.5) / (coalesce(t.ndoc, 0) + 0.5))"
+    "  END"
+    " FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s)))"
+    "       AS lexeme) l"
+    " LEFT JOIN passage_term_stats t ON t.lexeme = l.lexeme"
+    " LEFT JOIN passage_corpus_stats c ON true"
+    ")"
+)
+
+
+def bm25_filtered_statement(query: str, filters: SearchFilters) -> tuple[sql.Composed, list[Any]]:
+    """Exact BM25 over the passages of the memories a filter leaves: each passage holding a
+    query lexeme is scored from its full-text entry with the parameters the postings were
+    computed with (passage_postings_params), so it ranks as the postings would, exactly."""
+    where, filter_params = filter_sql(filters)
+    return (
+        sql.SQL(
+            "WITH " + _QUERY_LEXEMES + ", f AS MATERIALIZED ("
+            " SELECT m.id FROM memories m WHERE {where}"
+            "), scored AS ("
+            " SELECT p.id, p.memory_id, sum(q.idf * (t.tf * (pr.k1 + 1)"
+            "  / (t.tf + pr.k1 * (1 - pr.b + pr.b * length(p.search_vector) / pr.avgdl)))::real)"
+            "  AS s"
+            # From the filtered memories to their passages (OFFSET 0 keeps this a nested loop
+            # over the memory_id index: a common lexeme's GIN list can be most of the corpus).
+            " FROM f CROSS JOIN LATERAL ("
+            "  SELECT p.id, p.memory_id, p.search_vector FROM memory_passages p"
+            "  WHERE p.memory_id = f.id AND p.search_vector @@ (SELECT"
+            "   coalesce(string_agg(quote_literal(lexeme), ' | '), '') FROM q)::tsquery"
+            "  OFFSET 0"
+            " ) p"
+            " CROSS JOIN passage_postings_params pr"
+            " CROSS JOIN LATERAL unnest(p.search_vector) AS u"
+            " JOIN q ON q.lexeme = u.lexeme"
+            " CROSS JOIN LATERAL ("
+            "  SELECT coalesce(sum(CASE w WHEN 'A' THEN pr.title_tf ELSE 1 END), 1) AS tf"
+            "  FROM unnest(u.weights) AS w"
+            " ) t"
+            " GROUP BY p.id, p.memory_id" + RANK_PASSAGES_BY_MEMORY
+        ).format(where=where),
+        [
+            query,
+            *filter_params,
+            W.CANDIDATES_PER_CHANNEL,
+            W.PASSAGE_CANDIDATES_PER_CHANNEL,
+        ],
+    )
+
+
 def bm25_statement(query: str, filters: SearchFilters) -> tuple[sql.Composed, list[Any]]:
-    """The BM25 channel's one statement and its parameters (the benchmark EXPLAINs it).
+    """The BM25 channel's postings statement and its parameters.
 
     One statement, one round trip: under load every extra round trip waits for a core."""
     where, filter_params = filter_sql(filters)
-    per_lexeme = W.BM25_POSTINGS_PER_LEXEME
-    if _narrowing(filters):
-        per_lexeme *= W.BM25_FILTERED_POSTINGS_FACTOR
+    per_lexeme = _postings_per_lexeme(filters)
     return (
         sql.SQL(
-            # The query's lexemes with the idf of _bm25_statistics (1 before any statistics).
-            "WITH q(lexeme, idf) AS MATERIALIZED ("
-            " SELECT l.lexeme, CASE WHEN coalesce(c.documents, 0) = 0 THEN 1.0"
-            "  ELSE ln(1 + (c.documents - coalesce(t.ndoc, 0) + 0.5) / (coalesce(t.ndoc, 0) + 0.5))"
-            "  END"
-            " FROM (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('english', %s)))"
-            "       AS lexeme) l"
-            " LEFT JOIN passage_term_stats t ON t.lexeme = l.lexeme"
-            " LEFT JOIN passage_corpus_stats c ON true"
+            "WITH " + _QUERY_LEXEMES + ", read AS MATERIALIZED ("
             # Each lexeme's best postings, in impact order from the btree.
-            "), read AS MATERIALIZED ("
             " SELECT q.lexeme, q.idf * h.impact AS w, h.passage_id"
             " FROM q CROSS JOIN LATERAL ("
             "   SELECT pp.passage_id, pp.impact FROM passage_postings pp"
@@ -216,20 +308,26 @@ def bm25_statement(query: str, filters: SearchFilters) -> tuple[sql.Composed, li
             # loop over the sorted hits that stops at the LIMIT (the inner LIMIT 1 keeps the
             # planner from turning it into a hash join over every hit).
             "), candidates AS MATERIALIZED ("
-            " SELECT x.id, x.memory_id, h.whole"
+            " SELECT x.id, x.memory_id, x.search_vector, h.whole"
             " FROM (SELECT * FROM hits ORDER BY partial DESC, passage_id) h"
             " CROSS JOIN LATERAL ("
-            "   SELECT p.id, p.memory_id FROM memory_passages p JOIN memories m"
+            "   SELECT p.id, p.memory_id, p.search_vector FROM memory_passages p JOIN memories m"
             "   ON m.id = p.memory_id WHERE p.id = h.passage_id AND {where} LIMIT 1"
             " ) x LIMIT %s"
-            # Exact scores: what the whole lists gave, plus each candidate's postings of the
-            # cut lexemes, looked up by primary key.
+            # Exact scores: what the whole lists gave, plus the cut lexemes' impacts computed
+            # from the full-text entry the filter step just read, as passage_postings_of does
+            # (looking each up in the postings' primary key cost more than the rest together).
             "), scored AS ("
             " SELECT c.id, c.memory_id, c.whole + coalesce(e.s, 0) AS s"
-            " FROM candidates c CROSS JOIN LATERAL ("
-            "   SELECT sum(q.idf * pp.impact) AS s FROM passage_postings pp"
-            "   JOIN q ON q.lexeme = pp.lexeme"
-            "   WHERE pp.passage_id = c.id AND pp.lexeme = ANY(ARRAY(SELECT lexeme FROM cut))"
+            " FROM candidates c CROSS JOIN passage_postings_params pr CROSS JOIN LATERAL ("
+            "   SELECT sum(q.idf * (t.tf * (pr.k1 + 1) / (t.tf + pr.k1"
+            "    * (1 - pr.b + pr.b * length(c.search_vector) / pr.avgdl)))::real) AS s"
+            "   FROM unnest(c.search_vector) AS u JOIN q ON q.lexeme = u.lexeme"
+            "   CROSS JOIN LATERAL ("
+            "    SELECT coalesce(sum(CASE w WHEN 'A' THEN pr.title_tf ELSE 1 END), 1) AS tf"
+            "    FROM unnest(u.weights) AS w"
+            "   ) t"
+            "   WHERE u.lexeme IN (SELECT lexeme FROM cut)"
             " ) e" + RANK_PASSAGES_BY_MEMORY
         ).format(where=where),
         [
@@ -283,25 +381,42 @@ def vector_channel(
     dims: int,
     vector: np.ndarray,
     filters: SearchFilters,
+    filtered: int | None = -1,
 ) -> ChannelResult:
     """Cosine over the serving space's partial HNSW index of passage vectors, and only that
     space: the nearest PASSAGE_CANDIDATES_PER_CHANNEL passages, a memory at its nearest one.
 
     The space and width are inlined as literals so the planner can match the partial index
     (`WHERE space = '...'`); iterative scans keep filtered queries from running short.
+    Under a narrowing filter that few memories pass (`filtered`, as for bm25_channel), the cosine
+    of each of their passages is computed instead (OFFSET 0 keeps the HNSW index out), which
+    is exact and cheaper than an iterative scan that skips most of the graph.
     """
+    if filtered == -1:
+        filtered = filtered_memories(conn, filters)
     where, params = filter_sql(filters)
     cast = sql.SQL("vector({})").format(sql.Literal(dims))
-    conn.execute(f"SET LOCAL hnsw.ef_search = {int(W.HNSW_EF_SEARCH)}")
-    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    rows = conn.execute(
-        sql.SQL(
+    if _exact(filtered):
+        statement = sql.SQL(
+            "SELECT passage_id, memory_id, d FROM ("
+            " SELECT e.passage_id, p.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
+            " FROM (SELECT m.id FROM memories m WHERE {where}) f"
+            " JOIN memory_passages p ON p.memory_id = f.id"
+            " JOIN passage_embeddings e ON e.passage_id = p.id AND e.space = {space}"
+            " OFFSET 0) x ORDER BY d LIMIT %s"
+        )
+    else:
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(W.HNSW_EF_SEARCH)}")
+        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        statement = sql.SQL(
             "SELECT e.passage_id, p.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
             " FROM passage_embeddings e"
             " JOIN memory_passages p ON p.id = e.passage_id JOIN memories m ON m.id = p.memory_id"
             " WHERE e.space = {space} AND {where}"
             " ORDER BY d LIMIT %s"
-        ).format(space=sql.Literal(space), where=where, cast=cast),
+        )
+    rows = conn.execute(
+        statement.format(space=sql.Literal(space), where=where, cast=cast),
         [vector, *params, W.PASSAGE_CANDIDATES_PER_CHANNEL],
     ).fetchall()
     # Iterative scans in relaxed order may return a few rows out of order: sort them back.
@@ -510,11 +625,12 @@ def search(
     limit = max(1, min(limit, W.MAX_LIMIT))
     with conn.transaction():
         space = serving_space(conn) if "vector" in channels and embedder else None
-        bm25_result = bm25_channel(conn, query, filters) if "bm25" in channels else EMPTY
+        n = filtered_memories(conn, filters)
+        bm25_result = bm25_channel(conn, query, filters, n) if "bm25" in channels else EMPTY
         vec_result = EMPTY
         if space is not None and embedder is not None:
             vec_result = vector_channel(
-                conn, space[0], space[1], embedder.embed(space[0], query), filters
+                conn, space[0], space[1], embedder.embed(space[0], query), filters, n
             )
         bm25, vec = bm25_result.memories, vec_result.memories
         fused = rrf_scores(bm25, vec)

@@ -4,14 +4,25 @@ A table's checksum is md5 over the sorted md5s of its rows' text form (`row::tex
 the physical row order (a restore rewrites every table) and computed inside PostgreSQL, so only
 32 bytes per row are aggregated there and nothing is sent to us. Text forms depend on a few
 session settings (time zone, date style, float digits), so both sides pin them first.
+
+Hashing every row is server CPU (about 20 s at 100K memories, most of it in the vector and
+posting tables), so `checksums_in_parallel` spreads the tables over a few connections; a backup
+has them import its exported snapshot, so they read exactly what pg_dump and the exports read.
 """
 
 from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Sequence
 
 import psycopg
 from psycopg import sql
 
 from memory_pipeline.backup.manifest import TableChecksum
+from memory_pipeline.db.connection import connect
+from memory_pipeline.tuning import BACKUP_CHECKSUM_WORKERS
 
 # Must run inside the transaction that computes checksums or exports (SET LOCAL ends with it).
 _OUTPUT_SETTINGS = (
@@ -55,6 +66,94 @@ def table_checksum(conn: psycopg.Connection, table: str) -> TableChecksum:
 
 def table_checksums(conn: psycopg.Connection) -> list[TableChecksum]:
     return [table_checksum(conn, table) for table in user_tables(conn)]
+
+
+def largest_first(conn: psycopg.Connection, tables: Sequence[str]) -> list[str]:
+    """`tables` by their size on disk, largest first: the order that finishes workers together."""
+    rows = conn.execute(
+        "SELECT t, pg_total_relation_size(format('public.%%I', t)::regclass)"
+        " FROM unnest(%s::text[]) AS t",
+        [list(tables)],
+    ).fetchall()
+    return [name for name, _size in sorted(rows, key=lambda r: (-r[1], r[0]))]
+
+
+def checksums_in_parallel(
+    dsn: str,
+    tables: Sequence[str],
+    *,
+    snapshot: str | None = None,
+    workers: int = BACKUP_CHECKSUM_WORKERS,
+    cancel: threading.Event | None = None,
+) -> list[TableChecksum]:
+    """table_checksum of each of `tables` (best given largest first) over `workers` connections
+    to `dsn`, each in one read-only REPEATABLE READ transaction that imports `snapshot` when
+    given; sorted by table name. The first error stops the other workers (their running query
+    is cancelled) and is raised; so is an interrupt of the calling thread. Setting `cancel`
+    stops them too (then the result is incomplete: the caller is failing anyway)."""
+    todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for table in tables:
+        todo.put(table)
+    results: dict[str, TableChecksum] = {}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    conns: list[psycopg.Connection] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        try:
+            with connect(dsn, autocommit=True) as conn:
+                with lock:
+                    conns.append(conn)
+                if stop.is_set():
+                    return
+                conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+                conn.read_only = True
+                with conn.transaction():
+                    if snapshot is not None:  # must be the transaction's first statement
+                        conn.execute(
+                            sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot))
+                        )
+                    pin_output_settings(conn)
+                    while not stop.is_set():
+                        try:
+                            table = todo.get_nowait()
+                        except queue.Empty:
+                            return
+                        results[table] = table_checksum(conn, table)
+        except BaseException as exc:  # handed to the calling thread
+            if not stop.is_set():
+                errors.append(exc)
+            _stop_all()
+
+    def _stop_all() -> None:
+        stop.set()
+        with lock:
+            for conn in conns:
+                if not conn.closed:
+                    with contextlib.suppress(Exception):  # best effort: the join still waits
+                        conn.cancel_safe()
+
+    threads = [
+        threading.Thread(target=work, name=f"backup-checksums-{i}", daemon=True)
+        for i in range(max(1, min(workers, len(tables))))
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
+                if cancel is not None and cancel.is_set():
+                    _stop_all()
+    except BaseException:
+        _stop_all()
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return [results[name] for name in sorted(results)]
 
 
 def compare_tables(expected: list[TableChecksum], actual: list[TableChecksum]) -> list[str]:

@@ -12,6 +12,8 @@ it. It leaves the vector (HNSW) indexes out of that restore: building them over 
 most of a verify's time (100 s at 100K memories), and the comparison reads only the data; a real
 restore rebuilds them. A named restore also goes to a staging database first and replaces the
 target only after the comparison passed: a failed restore never costs the database that was there.
+The comparison's two halves run at once (table checksums over BACKUP_CHECKSUM_WORKERS connections
+in a thread, the exports recomputed here), and so do the exports' authentication and the restore.
 """
 
 from __future__ import annotations
@@ -20,18 +22,27 @@ import re
 import secrets
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from memory_pipeline.backup.checksums import compare_tables, pin_output_settings, table_checksums
+from memory_pipeline.backup.background import Background
+from memory_pipeline.backup.checksums import (
+    checksums_in_parallel,
+    compare_tables,
+    largest_first,
+    pin_output_settings,
+    user_tables,
+)
 from memory_pipeline.backup.config import BackupConfig
 from memory_pipeline.backup.crypto import (
     BackupCryptoError,
@@ -117,19 +128,21 @@ def verify_backup(
             raise RestoreError(str(exc)) from exc
         except (BackupCryptoError, ManifestError) as exc:
             return _record(path, key, started, problems=[str(exc)])
-        problems = _check_files(path, manifest, key)
-        with _admin(dsn) as admin:
+        # The exports are authenticated while the dump restores: different processes' CPU.
+        files = Background("verify-files", partial(_check_files, path, manifest, key))
+        with files, _admin(dsn) as admin:
             tools = _tools_for(config, admin, path.name, manifest)
             skipped = _vector_indexes(admin)
             scratch = _scratch_name(admin.info.dbname, "verify")
             _create_database(admin, dsn, scratch)
             try:
                 say(f"restoring into scratch database {scratch}")
-                problems += _restore_and_compare(
+                restored = _restore_and_compare(
                     tools, key, path, manifest, dsn, scratch, say, skip_indexes=skipped
                 )
             finally:
                 _drop_database(admin, scratch)
+            problems = files.result() + restored
         report = _record(path, key, started, problems=problems, manifest=manifest)
         return replace(report, skipped_indexes=tuple(sorted(skipped)))
 
@@ -395,23 +408,35 @@ def _tools_for(
 
 
 def _compare(manifest: BackupManifest, restored: str) -> list[str]:
+    """The restored tables' checksums (worker connections, in a thread) and the exports
+    recomputed from them (here) at once: each is mostly the server's CPU, in other processes."""
     with connect(restored, autocommit=True) as conn, conn.transaction():
         pin_output_settings(conn)
-        problems = compare_tables(manifest.tables, table_checksums(conn))
+        stop = threading.Event()
+        tables = largest_first(conn, user_tables(conn))
+        work = partial(checksums_in_parallel, restored, tables, cancel=stop)
+        with Background("verify-checksums", work, abort=stop.set) as sums:
+            problems = _compare_exports(conn, manifest)
+            problems = compare_tables(manifest.tables, sums.result()) + problems
         applied = conn.execute("SELECT version, checksum FROM schema_migrations ORDER BY version")
         expected = [(m.version, m.checksum) for m in manifest.migrations]
         if [tuple(r) for r in applied.fetchall()] != expected:
             problems.append("the restored schema_migrations differ from the manifest")
-        for entry in manifest.files:
-            if entry.kind != "jsonl" or entry.table is None:
-                continue
-            sink = HashingSink()
-            rows = export_table(conn, entry.table, sink)
-            if rows != entry.rows or sink.sha256 != entry.sha256:
-                problems.append(
-                    f"{entry.table} exported from the restored database differs from"
-                    f" {entry.name} ({rows} rows, the backup had {entry.rows})"
-                )
+    return problems
+
+
+def _compare_exports(conn: psycopg.Connection, manifest: BackupManifest) -> list[str]:
+    problems = []
+    for entry in manifest.files:
+        if entry.kind != "jsonl" or entry.table is None:
+            continue
+        sink = HashingSink()
+        rows = export_table(conn, entry.table, sink)
+        if rows != entry.rows or sink.sha256 != entry.sha256:
+            problems.append(
+                f"{entry.table} exported from the restored database differs from"
+                f" {entry.name} ({rows} rows, the backup had {entry.rows})"
+            )
     return problems
 
 

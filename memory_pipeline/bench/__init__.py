@@ -16,4 +16,5 @@ BENCHMARKS: dict[str, str] = {
     "ingest": "memory_pipeline.bench.ingest",
     "backup": "memory_pipeline.bench.backup",
     "relationships": "memory_pipeline.bench.relationships",
+    "freshness": "memory_pipeline.bench.freshness",
 }

@@ -296,8 +296,8 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
             if i % 200 == 0:
                 progress(f"  {i:,} queries timed")
         for q in (queries[1], queries[4]) if len(queries) > 4 else ():
-            statement, params = S.bm25_statement(q.text, q.filters)
             with conn.transaction():
+                statement, params = S.bm25_chosen_statement(conn, q.text, q.filters)
                 plan = conn.execute(
                     sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params
                 ).fetchall()

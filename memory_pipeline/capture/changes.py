@@ -33,6 +33,7 @@ import psycopg
 from memory_pipeline.capture.models import Connector, NamesOutsideTranscripts, ParseIssue
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.capture.store import path_text, record_file_issue
+from memory_pipeline.capture.unreadable import no_task_issue
 from memory_pipeline.partitions import PARTITION_START
 
 FIRST_DAY = date.fromisoformat(PARTITION_START)
@@ -153,6 +154,12 @@ def scan_changes(
             log.warning("%s", failure.describe())
             scan.failures.append(failure)
             return None
+        if not days:  # no task: a file of bad lines is recorded once per version
+            issue = no_task_issue(connector, path)
+            if issue is not None:
+                scan.failures.append(
+                    Failure(connector.source, str(path), issue.reason, issue.detail)
+                )
         peeked.append((key, connector.source, state, sorted(days)))
         return frozenset(partition_days(days))
 

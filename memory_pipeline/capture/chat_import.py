@@ -48,6 +48,11 @@ one or more consecutive outcome-side messages; the next prompt-side message star
 Every imported conversation is user-owned (the user put the file there). Its start time is its
 earliest message timestamp.
 
+A file is read as a stream, twice (a few facts per conversation, then the turns), and each
+conversation is stored as soon as its last line is read; a very long one is stored in batches
+(`CHAT_IMPORT_BATCH_CHARS`), so memory does not grow with the file. A file in which no line can
+be read is recorded as one file skip (`no_task_found`, see `capture/unreadable.py`).
+
 Example (a user/assistant export and a design review between two colleagues in one file):
 
 ```jsonl
@@ -60,7 +65,7 @@ Example (a user/assistant export and a design review between two colleagues in o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -123,6 +128,7 @@ class ChatImportConnector:
         self.import_dir = Path(import_dir)
         self.quiet_after = quiet_after
         self._now = now or (lambda: datetime.now(UTC))
+        self._order: list[str] = []
 
     def discover(self) -> list[Path]:
         if not self.import_dir.is_dir():
@@ -144,29 +150,71 @@ class ChatImportConnector:
         return {ts.date() for ts in starts.values()}
 
     def parse(self, path: Path) -> ParseResult:
+        """Every task of the file at once (tests, fuzzing); capture uses `stream`."""
         read = JsonlRead(path=path)
-        by_task: dict[str, list[_Message]] = {}
-        tasks: list[ParsedTask] = []
+        tasks = list(self.stream(path, read))
+        first = {task_id: i for i, task_id in enumerate(self._order)}
+        tasks.sort(key=lambda t: first.get(t.native_id, 0))  # stable: a task's batches stay
+        return ParseResult(tasks=tasks, issues=read.issues)
+
+    def stream(self, path: Path, read: JsonlRead) -> Iterator[ParsedTask]:
+        """Yield each task as soon as its last line is read; bad lines go to `read.issues`.
+
+        Two passes, so memory is bounded by a batch, not by the file: the first keeps a few
+        facts per conversation (who answers, title, first and last time, last line), which the
+        turn rules need before the first turn can be built; the second builds turns and hands a
+        conversation on at its last line, a very long one in batches of about
+        `CHAT_IMPORT_BATCH_CHARS` (`partial`). The second pass reads only the bytes the first
+        read, so a line appended in between waits for the next run.
+        """
+        survey = JsonlRead(path=path)  # its issues are the second pass's too: not kept twice
+        facts: dict[str, _Facts] = {}
         try:
-            for _line_no, msg in self._messages(path, read):
-                by_task.setdefault(msg.task_id, []).append(msg)
+            for _line_no, msg in self._messages(path, survey):
+                known = facts.get(msg.task_id)
+                if known is None:
+                    facts[msg.task_id] = _Facts(msg)
+                else:
+                    known.add(msg)
         except Exception as exc:  # last resort: bad input must never stop the run
             read.issue("parser_error", f"{type(exc).__name__}: {exc}"[:500])
+            return
+        self._order = list(facts)  # first appearance, for `parse`
+        if not facts:
+            read.issues.extend(survey.issues)
+            return
         import_file = self._import_file(path)
         now = self._now()
-        for task_id, messages in by_task.items():
-            try:
-                task = self._build_task(path, import_file, task_id, messages, read.issues, now)
-            except Exception as exc:  # last resort: one conversation, not the file
-                read.issue("parser_error", f"task {task_id[:80]!r}: {type(exc).__name__}: {exc}")
-                continue
-            tasks.append(task)
-        return ParseResult(tasks=tasks, issues=read.issues)
+        open_tasks: dict[str, _Builder] = {}
+        try:
+            for _line_no, msg in self._messages(path, read, max_bytes=survey.size):
+                fact = facts.get(msg.task_id)
+                if fact is None or msg.line > fact.last_line:
+                    continue  # appended after the first pass: the next run reads it
+                builder = open_tasks.get(msg.task_id)
+                if builder is None:
+                    builder = open_tasks[msg.task_id] = _Builder(fact)
+                try:
+                    builder.add(msg, path, read.issues)
+                    if msg.line == fact.last_line:
+                        del open_tasks[msg.task_id]
+                        yield self._task(path, import_file, builder, now, final=True)
+                    elif builder.chars >= tuning.CHAT_IMPORT_BATCH_CHARS:
+                        yield self._task(path, import_file, builder, now, final=False)
+                except Exception as exc:  # last resort: one conversation, not the file
+                    open_tasks.pop(msg.task_id, None)
+                    facts.pop(msg.task_id, None)
+                    read.issue(
+                        "parser_error",
+                        f"task {msg.task_id[:80]!r}: {type(exc).__name__}: {exc}"[:500],
+                    )
+        except Exception as exc:  # last resort: bad input must never stop the run
+            read.issue("parser_error", f"{type(exc).__name__}: {exc}"[:500])
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _messages(self, path: Path, read: JsonlRead):
-        for line_no, obj in iter_jsonl(path, read):
+    def _messages(self, path: Path, read: JsonlRead, max_bytes: int | None = None):
+        for line_no, obj in iter_jsonl(path, read, max_bytes=max_bytes):
             try:
                 yield line_no, _message(line_no, obj)
             except _LineError as err:
@@ -180,88 +228,128 @@ class ChatImportConnector:
 
     # -- turns -------------------------------------------------------------------------------
 
-    def _build_task(
-        self,
-        path: Path,
-        import_file: str,
-        task_id: str,
-        messages: list[_Message],
-        issues: list[ParseIssue],
-        now: datetime,
+    def _task(
+        self, path: Path, import_file: str, builder: _Builder, now: datetime, *, final: bool
     ) -> ParsedTask:
-        sides, rule = _sides(messages)
-        turns: list[ParsedTurn] = []
-        prompt: list[_Message] = []
-        outcome: list[_Message] = []
-
-        def close() -> None:
-            turns.append(_turn(len(turns), prompt, outcome))
-
-        for msg, is_outcome in zip(messages, sides, strict=True):
-            if is_outcome:
-                if not prompt:
-                    issues.append(
-                        ParseIssue(
-                            path=str(path),
-                            line=msg.line,
-                            reason="outcome_without_prompt",
-                            detail=f"task {task_id!r}: an answer before the first prompt",
-                        )
-                    )
-                    continue
-                outcome.append(msg)
-            else:
-                if outcome:
-                    close()
-                    prompt, outcome = [], []
-                prompt.append(msg)
-        unfinished = bool(prompt) and not outcome
-        if prompt and outcome:
-            close()
-        last_message_at = max(m.timestamp for m in messages)
+        """The builder's completed turns as a task (or a batch of one); at the end of the
+        conversation, its last turn too: complete, unanswered (quiet long enough) or waiting."""
+        fact = builder.fact
+        unfinished = False
         settles_at: datetime | None = None
-        if unfinished and self.quiet_after is not None:
-            if now - last_message_at >= self.quiet_after:
-                # Quiet long enough: nobody is going to answer soon. Keep what was said.
-                turns.append(_unanswered_turn(len(turns), prompt))
-                unfinished = False
-            else:
-                settles_at = _plus(last_message_at, self.quiet_after)
-
-        title: TaskTitle | None = None
-        for msg in messages:
-            if msg.title:
-                title = TaskTitle(text=msg.title, source=TITLE_SOURCE, observed_at=msg.timestamp)
-        speakers = list(dict.fromkeys(m.speaker for m in messages if m.speaker is not None))
+        if final:
+            unfinished = bool(builder.prompt) and not builder.outcome
+            if builder.prompt and builder.outcome:
+                builder.close()
+            if unfinished and self.quiet_after is not None:
+                if now - fact.last_at >= self.quiet_after:
+                    # Quiet long enough: nobody is going to answer soon. Keep what was said.
+                    builder.turns.append(_unanswered_turn(builder.ordinal, builder.prompt))
+                    builder.ordinal += 1
+                    unfinished = False
+                else:
+                    settles_at = _plus(fact.last_at, self.quiet_after)
+        turns, builder.turns, builder.chars = builder.turns, [], 0
+        if not final:
+            builder.batched = True
         return ParsedTask(
             source="chat_import",
-            native_id=task_id,
-            started_at=min(m.timestamp for m in messages),
-            title=title,
+            native_id=fact.task_id,
+            started_at=fact.started_at,
+            title=fact.title,
             ownership=OwnershipVerdict(
                 ownership="user_owned",
                 reason=OWNERSHIP_REASON,
                 evidence={"import_file": import_file},
             ),
-            native_context={"import_file": import_file, "turn_rule": rule, "speakers": speakers},
+            native_context={
+                "import_file": import_file,
+                "turn_rule": fact.rule,
+                "speakers": list(fact.speakers),
+            },
             turns=turns,
             unfinished_turn=unfinished,
             settles_at=settles_at,
             source_path=str(path),
+            partial=builder.batched,
         )
 
 
-def _sides(messages: list[_Message]) -> tuple[list[bool], str]:
-    """For each message, True when it is on the outcome side; plus the rule that decided."""
-    agent_speakers = {m.speaker for m in messages if m.role == "assistant" and m.speaker}
-    if any(m.role == "assistant" for m in messages):
-        sides = [
-            m.role == "assistant" or (m.role is None and m.speaker in agent_speakers)
-            for m in messages
-        ]
-        return sides, "roles"
-    first = messages[0].who
-    return [m.who != first for m in messages], "speakers"
+class _Facts:
+    """What the turn rules need to know about a whole conversation before building its turns."""
+
+    def __init__(self, msg: _Message) -> None:
+        self.task_id = msg.task_id
+        self.first_who = msg.who
+        self.has_assistant = False
+        self.agent_speakers: set[str] = set()
+        self.speakers: dict[str, None] = {}
+        self.title: TaskTitle | None = None
+        self.started_at = self.last_at = msg.timestamp
+        self.last_line = msg.line
+        self.add(msg)
+
+    def add(self, msg: _Message) -> None:
+        if msg.role == "assistant":
+            self.has_assistant = True
+            if msg.speaker:
+                self.agent_speakers.add(msg.speaker)
+        if msg.speaker is not None:
+            self.speakers.setdefault(msg.speaker)
+        if msg.title:
+            self.title = TaskTitle(text=msg.title, source=TITLE_SOURCE, observed_at=msg.timestamp)
+        self.started_at = min(self.started_at, msg.timestamp)
+        self.last_at = max(self.last_at, msg.timestamp)
+        self.last_line = msg.line
+
+    @property
+    def rule(self) -> str:
+        return "roles" if self.has_assistant else "speakers"
+
+    def is_outcome(self, msg: _Message) -> bool:
+        """Which side a message is on (see the module docstring, **Turns**)."""
+        if self.has_assistant:
+            return msg.role == "assistant" or (
+                msg.role is None and msg.speaker in self.agent_speakers
+            )
+        return msg.who != self.first_who
+
+
+class _Builder:
+    """One conversation's turns as its messages arrive; only unstored turns are held."""
+
+    def __init__(self, fact: _Facts) -> None:
+        self.fact = fact
+        self.prompt: list[_Message] = []
+        self.outcome: list[_Message] = []
+        self.turns: list[ParsedTurn] = []
+        self.ordinal = 0  # the next turn's ordinal in the whole conversation
+        self.chars = 0  # text held in `turns`
+        self.batched = False  # an earlier batch of this conversation was handed on
+
+    def add(self, msg: _Message, path: Path, issues: list[ParseIssue]) -> None:
+        if self.fact.is_outcome(msg):
+            if not self.prompt:
+                issues.append(
+                    ParseIssue(
+                        path=str(path),
+                        line=msg.line,
+                        reason="outcome_without_prompt",
+                        detail=f"task {self.fact.task_id!r}: an answer before the first prompt",
+                    )
+                )
+                return
+            self.outcome.append(msg)
+        else:
+            if self.outcome:
+                self.close()
+            self.prompt.append(msg)
+
+    def close(self) -> None:
+        turn = _turn(self.ordinal, self.prompt, self.outcome)
+        self.turns.append(turn)
+        self.ordinal += 1
+        self.chars += len(turn.prompt) + len(turn.outcome)
+        self.prompt, self.outcome = [], []
 
 
 def _turn(ordinal: int, prompt: list[_Message], outcome: list[_Message]) -> ParsedTurn:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import Connector, ParsedTask, ParseIssue, ParseResult
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.capture.store import (
@@ -37,13 +38,17 @@ from memory_pipeline.capture.store import (
     store_task,
     task_day,
 )
+from memory_pipeline.capture.unreadable import no_task_issue
 from memory_pipeline.forget.privacy import CaptureRules
 
 log = logging.getLogger(__name__)
 
 
 def file_days(
-    conn: psycopg.Connection, connector: Connector, path: Path
+    conn: psycopg.Connection,
+    connector: Connector,
+    path: Path,
+    report: CaptureReport | None = None,
 ) -> tuple[set[date], os.stat_result | None]:
     """The task start days of a file (cached unless the file changed), and its stat."""
     try:
@@ -57,6 +62,10 @@ def file_days(
     if row and row[0] == st.st_size and row[1] == st.st_mtime_ns:
         return set(row[2]), st
     days = connector.task_days(path)
+    if not days:  # no task: a file of bad lines is recorded once per version (unreadable.py)
+        issue = no_task_issue(connector, path)
+        if issue is not None:
+            record_file_issue(conn, connector.source, issue, report or CaptureReport())
     conn.execute(
         "INSERT INTO source_files (path, source, size, mtime_ns, task_days)"
         " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE SET size = EXCLUDED.size,"
@@ -86,7 +95,7 @@ def capture_window(
             report.files_seen += 1
             try:
                 with conn.transaction():
-                    days, st = file_days(conn, connector, path)
+                    days, st = file_days(conn, connector, path, report)
             except Exception as exc:
                 _failed(conn, connector.source, str(path), "task_days_failed", exc, report)
                 continue
@@ -109,7 +118,7 @@ def _store_file(
     conn: psycopg.Connection,
     connector: Connector,
     path: Path,
-    result: ParseResult,
+    result: ParseResult | _Streamed,
     days: set[date],
     st: os.stat_result,
     start: date,
@@ -118,15 +127,15 @@ def _store_file(
     """Store one parsed file in one transaction; its counts, merged by the caller on success."""
     report = CaptureReport()
     with conn.transaction():
-        for issue in result.issues:
-            record_file_issue(conn, connector.source, issue, report)
         complete = True
-        for task in result.tasks:
+        for task in result.tasks:  # a streamed file's tasks arrive one at a time
             if _in_window(task, start, end) is False:
                 continue  # (a start time without a UTC day fails in _store_task, recorded)
             stored = _store_task(conn, task, report)
             if not stored or task.settles_at is not None:
                 complete = False  # read the file again: a retry, or the quiet rule's turn
+        for issue in result.issues:  # after the tasks: a stream knows them at its end
+            record_file_issue(conn, connector.source, issue, report)
         if complete and all(start <= d < end for d in days):
             # Every task of the file is now stored as of this size and mtime.
             conn.execute(
@@ -190,7 +199,27 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:500]
 
 
-def _parse(connector: Connector, path: Path) -> ParseResult:
+class _Streamed:
+    """A file whose connector streams (the chat import): tasks are parsed while they are
+    stored, so a 500 MB file is never held whole; `issues` is complete once `tasks` is spent."""
+
+    def __init__(self, connector: Connector, path: Path) -> None:
+        self.read = JsonlRead(path=path)
+        self.issues = self.read.issues
+        self._connector, self._path = connector, path
+
+    @property
+    def tasks(self) -> Iterator[ParsedTask]:
+        try:
+            yield from self._connector.stream(self._path, self.read)  # type: ignore[attr-defined]
+        except Exception as exc:  # a connector bug: the tasks so far stay, the rest is recorded
+            log.exception("connector %s failed on %s", self._connector.source, self._path)
+            self.read.issue("parser_error", _one_line(exc))
+
+
+def _parse(connector: Connector, path: Path) -> ParseResult | _Streamed:
+    if hasattr(connector, "stream"):
+        return _Streamed(connector, path)
     # Connectors turn bad input into ParseIssues; this guard keeps a connector bug on one
     # file from stopping the capture of every other file.
     try:

@@ -34,17 +34,21 @@ class JsonlRead:
     path: Path
     issues: list[ParseIssue] = field(default_factory=list)
     lines_read: int = 0
+    size: int = 0  # the bytes the pass read up to (the file's size when it was opened)
 
     def issue(self, reason: str, detail: str = "", line: int | None = None) -> None:
         self.issues.append(ParseIssue(path=str(self.path), line=line, reason=reason, detail=detail))
 
 
-def iter_jsonl(path: Path, read: JsonlRead) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(
+    path: Path, read: JsonlRead, max_bytes: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object) for every JSON object line of `path`.
 
     Skipped lines and file-level problems are appended to `read.issues`. A last line without a
     newline is accepted only if it parses (a writer may be mid-line); otherwise it is reported as
-    `truncated_line` and left for a later run.
+    `truncated_line` and left for a later run. `max_bytes`: read no further (a second pass reads
+    exactly what a first pass read).
     """
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below
@@ -53,7 +57,8 @@ def iter_jsonl(path: Path, read: JsonlRead) -> Iterator[tuple[int, dict[str, Any
         return
     try:
         st = os.fstat(fh.fileno())
-        limit = st.st_size
+        limit = st.st_size if max_bytes is None else min(st.st_size, max_bytes)
+        read.size = limit
         if limit == 0:
             read.issue("empty_file")
             return

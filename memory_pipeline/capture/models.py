@@ -77,6 +77,9 @@ class ParsedTask(BaseModel):
     # captured meanwhile. None when it waits for new content (or there is nothing waiting).
     settles_at: datetime | None = None
     source_path: str
+    # The turns are one batch of a long task (the chat import stores a huge conversation in
+    # batches): the store aligns them with stored turns by their ordinals, not as the whole task.
+    partial: bool = False
 
 
 class ParseIssue(BaseModel):

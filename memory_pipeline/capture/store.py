@@ -273,10 +273,50 @@ def plan_append(stored: list[StoredTurn], parsed: list[CleanTurn]) -> tuple[list
     return new, drift
 
 
+_ALL_ORDINALS = (0, 2**31 - 1)
+# How far past a batch's last ordinal a stored turn may sit (each continuation of an unanswered
+# turn shifts the later ones by one); those are known turns, never appended again.
+_BATCH_SLACK = 64
+
+
+def _batch_window(task: ParsedTask) -> tuple[tuple[int, int], int]:
+    """The stored ordinals a task's turns are aligned with: all of them, or for one batch of a
+    long task (`partial`) the batch's own ordinals; and where the slack after them ends."""
+    if not task.partial or not task.turns:
+        return _ALL_ORDINALS, 0
+    low, high = task.turns[0].ordinal, task.turns[-1].ordinal + 1
+    return (low, high), high + _BATCH_SLACK
+
+
+def _not_stored_after(
+    conn: psycopg.Connection, task_id: int, later: int, new: list[Append]
+) -> list[Append]:
+    """`new` without the turns already stored in the slack after a batch's window."""
+    if not new or not later:
+        return new
+    known = {
+        r[0]
+        for r in conn.execute(
+            "SELECT content_sha256 FROM agent_turns WHERE task_id = %s"
+            " AND ordinal >= %s AND ordinal < %s",
+            [task_id, later - _BATCH_SLACK, later],
+        ).fetchall()
+    }
+    return [a for a in new if a.turn.content_sha256 not in known]
+
+
+def _next_ordinal(conn: psycopg.Connection, task_id: int) -> int:
+    row = conn.execute(
+        "SELECT coalesce(max(ordinal) + 1, 0) FROM agent_turns WHERE task_id = %s", [task_id]
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport) -> None:
     """Capture one user-owned task, or record why it was skipped. Call inside a transaction."""
     day = task_day(task)
-    report.tasks_seen += 1
+    if not (task.partial and task.turns and task.turns[0].ordinal > 0):
+        report.tasks_seen += 1  # a long task's later batches are the same task
     # Forgotten (forget/tombstones.py) and excluded (MEMORY_EXCLUDE) tasks are never stored.
     if task_forgotten(conn, task.source, storable(task.native_id)[0]):
         report.count_skip(task.source, task.native_id, "forgotten")
@@ -348,18 +388,23 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
         if was_private != private:  # a MEMORY_PRIVATE rule was added or removed (sql/019)
             conn.execute("UPDATE captured_tasks SET private = %s WHERE id = %s", [private, task_id])
 
+    window, later = _batch_window(task)
     stored = [
         StoredTurn(*r)
         for r in conn.execute(
             "SELECT ordinal, native_turn_id, content_sha256, unanswered, continues_ordinal,"
             " CASE WHEN unanswered THEN prompt END FROM agent_turns"
-            " WHERE task_id = %s ORDER BY ordinal",
-            [task_id],
+            " WHERE task_id = %s AND ordinal >= %s AND ordinal < %s ORDER BY ordinal",
+            [task_id, *window],
         ).fetchall()
     ]
     parsed = [clean_turn(t) for t in task.turns]
     gone = forgotten_turns(conn, (c.content_sha256 for c in parsed))
     new, drift = plan_append(stored, [c for c in parsed if c.content_sha256 not in gone])
+    if task.partial:
+        # A batch: turns stored beyond its window (shifted there by a continuation) are known.
+        new = _not_stored_after(conn, task_id, later, new)
+        turn_count = max(turn_count, _next_ordinal(conn, task_id))
     report.drift_ignored += drift
     if task.unfinished_turn:
         report.unfinished_turns_waiting += 1

@@ -16,11 +16,15 @@ from memory_pipeline.errors import UserError
 @app.command()
 def bench(
     which: Annotated[
-        str, typer.Argument(help="search, embed, ingest, backup, relationships, or all.")
+        str, typer.Argument(help="search, embed, ingest, backup, relationships, freshness, or all.")
     ] = "all",
     scale: Annotated[int, typer.Option(help="Memories in the generated corpus.")] = 100_000,
     output: Annotated[
         Path | None, typer.Option(help="Markdown file the figures are appended to.")
+    ] = None,
+    transcript_mb: Annotated[
+        float | None,
+        typer.Option(help="ingest: size of the one large transcript (default: scale / 200 MB)."),
     ] = None,
 ) -> None:
     """Measure search, embedding, ingest, backup and relationship discovery; print the figures
@@ -38,7 +42,8 @@ def bench(
         module = importlib.import_module(BENCHMARKS[name])
         say(f"bench {name} at scale {scale:,} ...")
         started = time.monotonic()
-        figures = module.run(scale=scale, progress=say)
+        extra = {"large_mb": transcript_mb} if name == "ingest" and transcript_mb else {}
+        figures = module.run(scale=scale, progress=say, **extra)
         section = render(name, scale, figures, time.monotonic() - started)
         typer.echo(section)
         append(section, output or BENCHMARKS_FILE)

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.embedding.passages import EMBED_TEXT_SQL, sync_passages
+from memory_pipeline.embedding.reuse import embed_reusing
 from memory_pipeline.tuning import EMBED_BATCH_SIZE
 
 
@@ -176,7 +177,7 @@ def _embed_claimed(
             ).fetchall()
             if not rows:
                 break
-            vectors = embedder.embed([text for _, text in rows])
+            vectors = embed_reusing(embedder, [text for _, text in rows])
             with conn.cursor() as cur:
                 cur.executemany(
                     insert,

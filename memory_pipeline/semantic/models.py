@@ -18,6 +18,11 @@ class TurnInput(BaseModel):
     prompt: str
     outcome: str
     started_at: datetime | None = None
+    # Who spoke (as stored on the turn), so the offline rules embed the turn exactly as its
+    # passage renders it and the passage step reuses that vector (embedding/reuse.py). Left out
+    # of dumps: the pass input's stored hash and the model prompt do not change.
+    prompt_speaker: str | None = Field(default=None, exclude=True)
+    outcome_speaker: str | None = Field(default=None, exclude=True)
 
 
 class PassInput(BaseModel):

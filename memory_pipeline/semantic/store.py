@@ -135,7 +135,12 @@ def load_context(conn: psycopg.Connection, task: TaskRevision) -> PassContext:
 
     def as_input(t: StoredTurnRow) -> TurnInput:
         return TurnInput(
-            ordinal=t.ordinal, prompt=t.prompt, outcome=t.outcome, started_at=t.started_at
+            ordinal=t.ordinal,
+            prompt=t.prompt,
+            outcome=t.outcome,
+            started_at=t.started_at,
+            prompt_speaker=t.prompt_speaker,
+            outcome_speaker=t.outcome_speaker,
         )
 
     pass_input = PassInput(

@@ -8,7 +8,9 @@ user-owned task is parsed by its connector, turned into one PassInput (all turns
 Documented minimums (recall = planted turns the pass found / planted turns), with the production
 configuration (MiniLM embedder) and with lexical similarity only. At the time of writing the pass
 found 44/48 decisions, 33/37 insights, 5/5 corrections and 10/10 topic switches in both
-configurations (0 unplanted segment starts with MiniLM, 5 with lexical similarity only);
+configurations (1 unplanted segment start with MiniLM, which embeds each turn as its passage
+renders it, speakers included; 0 when it embedded "prompt\noutcome"; 5 with lexical similarity
+only);
 the minimums leave room for corpus edits without letting the rules regress.
 """
 
@@ -93,7 +95,12 @@ def _pass_input(task: ParsedTask) -> PassInput:
         source=task.source,
         new_turns=[
             TurnInput(
-                ordinal=t.ordinal, prompt=t.prompt, outcome=t.outcome, started_at=t.started_at
+                ordinal=t.ordinal,
+                prompt=t.prompt,
+                outcome=t.outcome,
+                started_at=t.started_at,
+                prompt_speaker=t.prompt_speaker,
+                outcome_speaker=t.outcome_speaker,
             )
             for t in task.turns
         ],

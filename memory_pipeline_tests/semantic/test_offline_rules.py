@@ -504,7 +504,7 @@ class TableEmbedder:
         self.calls.append(list(texts))
         rows = []
         for text in texts:
-            vec = next(v for k, v in self.table.items() if text.startswith(k))
+            vec = next(v for k, v in self.table.items() if k in text)
             rows.append(np.asarray(vec, dtype=np.float32) / np.linalg.norm(vec))
         return np.vstack(rows)
 

@@ -16,8 +16,9 @@ from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from memory_pipeline_tests.support.segments import add_segment
+from serving import rerank_weights as W
 from serving.context_pack import asks_current_state, context, pack_excerpts, tokens_of
-from serving.models import PassageMatch, PassageTurn, SearchHit
+from serving.models import PassageMatch, PassageTurn, Provenance, SearchHit, TurnRef
 from serving.render import pack_item_text, pack_text
 from serving.search import QueryEmbedder
 
@@ -290,3 +291,77 @@ def test_no_turn_is_packed_twice_across_a_segment_and_a_decision_drawn_from_it()
     counts[str(other.id)] = 1
     both = pack_excerpts("which database", 2000, [other, seg], {}, counts)
     assert [i.memory_id for i in both.items] == [other.id, seg.id]
+
+
+def with_provenance(h: SearchHit, task: str) -> SearchHit:
+    chain = Provenance(
+        task_id=uuid.uuid4(),
+        source="chat_import",
+        native_task_id=task,
+        task_title=None,
+        segment_id=uuid.uuid4(),
+        turns=[
+            TurnRef(ordinal=p.ordinal, native_turn_id=None, native_message_ids=[], role="segment")
+            for p in h.passages
+        ],
+    )
+    return h.model_copy(update={"provenance": [chain]})
+
+
+def test_an_item_is_one_header_line_its_excerpts_and_the_closing_tag() -> None:
+    texts = ["Mara: Where do the backups go?\nJonas: To kestrel, nightly.", "Mara: thanks"]
+    seg = with_provenance(hit("segment", "A long title " * 10, texts), "chat-lab-s03")
+    pack = pack_excerpts("q", 2000, [seg], {}, {str(seg.id): 3})
+    (item,) = pack.items
+    lines = pack_item_text(item).split("\n")
+    head = lines[0]
+    # Everything the agent needs to place and re-read the memory, on one line.
+    assert head.startswith(f'<memory id="{seg.id}" kind="segment" date="{NOW.date()}"')
+    assert 'from="chat_import:chat-lab-s03"' in head and head.endswith(' part="1">')
+    fixed = len(
+        '<memory id="" kind="segment" date="2026-11-30" from="chat_import:" title="" part="1">'
+    )
+    assert len(head) <= fixed + len(str(seg.id)) + len("chat-lab-s03") + W.PACK_TITLE_CHARS
+    assert f'title="{seg.title[: W.PACK_TITLE_CHARS - 1].rstrip()}…"' in head  # cut short
+    # Each excerpt is marked with the turns it quotes; nothing else but the closing tag.
+    assert lines[1:] == [
+        "[t0] Mara: Where do the backups go?",
+        "Jonas: To kestrel, nightly.",
+        "[t1] Mara: thanks",
+        "</memory>",
+    ]
+    # The provenance of each excerpt stays whole in the structured output.
+    assert [e.turns[0].native_message_ids for e in item.excerpts] == [["m0"], ["m1"]]
+
+
+def test_a_turn_after_a_match_is_packed_before_the_turn_before_it() -> None:
+    """An answer follows its question: with room for one neighbour, the next turn wins."""
+    seg = hit("segment", "Chat", ["Mara: before", "Mara: the match", "Mara: after"])
+    before, match, after = seg.passages
+    seg = seg.model_copy(update={"passages": [match]})
+    size = {str(seg.id): 3}
+    just_after = pack_excerpts("q", 10_000, [seg], {str(match.id): [after]}, size)
+    one_neighbour = just_after.tokens_used  # "before" is as long as "after"
+    pack = pack_excerpts("q", one_neighbour, [seg], {str(match.id): [after, before]}, size)
+    assert [(e.passage_ordinal, e.neighbour) for e in pack.items[0].excerpts] == [
+        (1, False),
+        (2, True),
+    ]
+    # Whichever order the neighbours come in.
+    pack = pack_excerpts("q", one_neighbour, [seg], {str(match.id): [before, after]}, size)
+    assert [e.passage_ordinal for e in pack.items[0].excerpts] == [1, 2]
+
+
+def test_the_left_out_list_names_ids_only() -> None:
+    """What did not fit is listed cheaply: ids for memory_read, not titles."""
+    hits = [
+        hit("segment", f"A very long title about topic {n} " * 3, [f"{n} " + "y" * 400])
+        for n in range(6)
+    ]
+    pack = pack_excerpts("q", 150, hits, {}, {str(h.id): 1 for h in hits})
+    assert pack.left_out_count == 5 and len(pack.left_out) == 5
+    tail = pack_text(pack).split("\n\n")[-1]
+    assert tail.startswith("Left out for the budget (memory_read(id) reads one):")
+    assert all(str(o.memory_id) in tail for o in pack.left_out)
+    assert "topic" not in tail and len(tail) <= 60 + 37 * len(pack.left_out)
+    assert [o.title for o in pack.left_out] == [h.title for h in hits[1:]]  # kept in the JSON

@@ -574,7 +574,7 @@ async def test_search_and_context_return_the_same_excerpts(conn, client) -> None
         (2, ["chat-lab-m4", "chat-lab-m5"])
     ]
     (block,) = blocks(text_of(s))
-    assert "[turn 2]\n" + best["text"] in block and head[1] not in block  # the match, not the head
+    assert "[t2]\n" + best["text"] in block and head[1] not in block  # the match, not the head
     c = await client.call_tool("memory_context", {"task": query, "token_budget": 2000})
     (item,) = c.structured_content["items"]
     assert best["text"] in [e["text"] for e in item["excerpts"]]

@@ -12,6 +12,8 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
        sim += SEGMENT_CONTINUATION_BONUS   if the prompt refers back (leading pronoun, "also",
                                            "thanks", a correction...) and has no shift cue
 
+   emb(turn) is the turn as its passage renders it ("<speaker>: prompt\n<speaker>: outcome",
+   the model's first 256 tokens), so the passage step reuses the vector (embedding/reuse.py).
    tf-idf runs over the stemmed content words of the pass's own turns (prompt words count
    `SEGMENT_PROMPT_WEIGHT` times, tf = 1 + ln(count), idf = ln((1 + N) / (1 + df)) + 1). A turn
    opens a new segment when sim < SEGMENT_SHIFT_THRESHOLD, or when its prompt opens with an

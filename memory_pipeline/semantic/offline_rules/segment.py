@@ -11,6 +11,8 @@ import numpy as np
 
 from memory_pipeline import tuning as T
 from memory_pipeline.embedding.embedder import Embedder
+from memory_pipeline.embedding.passages import turn_text
+from memory_pipeline.embedding.reuse import embed_reusing
 from memory_pipeline.semantic.errors import SemanticPassError
 from memory_pipeline.semantic.models import (
     CorrectionEpisode,
@@ -102,8 +104,13 @@ class OfflineRulesBackend:
     def _embed(self, turns: list[RuleTurn]) -> np.ndarray | None:
         if self.embedder is None:
             return None
-        texts = [f"{t.turn.prompt}\n{t.turn.outcome[:1500]}" for t in turns]
-        vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        # Each turn exactly as its passage embeds it (a segment's passages have no heading), so
+        # the passage step reuses these vectors instead of running the model again.
+        texts = [
+            turn_text(t.turn.prompt_speaker, t.turn.prompt, t.turn.outcome_speaker, t.turn.outcome)
+            for t in turns
+        ]
+        vectors = embed_reusing(self.embedder, texts)
         if vectors.shape != (len(turns), self.embedder.dims):
             raise SemanticPassError(
                 self.name, f"embedder returned shape {vectors.shape} for {len(turns)} turns"
