@@ -16,7 +16,6 @@ MEMORY_SEMANTIC_QUIET_MINUTES=0, within the quiet period plus 2 minutes otherwis
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import statistics
@@ -31,36 +30,14 @@ from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.bench.freshness import write_turn
+
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
 TIMEOUT_S = 900  # a hang guard per measurement, far above any target
 
 
 def say(message: str) -> None:
     print(message, flush=True)
-
-
-def write_turn(path: Path, task_id: str, word: str, title: str | None = None) -> None:
-    """Append one complete turn (a question and its answer), both stamped now."""
-    now = datetime.now(UTC)
-    question = {
-        "task_id": task_id,
-        "role": "user",
-        "text": f"Should the {word} service cache its lookups in Redis or in process memory?",
-        "timestamp": now.isoformat(),
-        "message_id": f"{task_id}-{word}-q",
-    }
-    if title:
-        question["title"] = title
-    answer = {
-        "task_id": task_id,
-        "role": "assistant",
-        "text": f"We decided to keep the {word} cache in process memory because Redis adds a "
-        "network hop to every lookup and the data fits in RAM.",
-        "timestamp": now.isoformat(),
-        "message_id": f"{task_id}-{word}-a",
-    }
-    with path.open("a") as f:
-        f.write(json.dumps(question) + "\n" + json.dumps(answer) + "\n")
 
 
 def in_database(conn: psycopg.Connection, word: str) -> bool:
@@ -185,7 +162,7 @@ def main() -> None:
                         word = f"zq{uuid.uuid4().hex[:10]}"
                         since = time.time()
                         title = f"bench {n}" if kind == "new conversation" else None
-                        write_turn(path, task, word, title)
+                        write_turn(path, task, word, word, title)
                         took = wait_found(conn, env, word, since)
                         results[kind].append(took)
                         say(f"round {n + 1} {kind}: searchable after {took:5.1f} s")

@@ -51,6 +51,15 @@ def measure(path: Path, timeout_s: float = 3600) -> CaptureMemory:
 
 
 def _rss_mb() -> float:
+    """This process's peak resident memory. VmHWM, not ru_maxrss: Linux carries ru_maxrss over
+    fork and exec, so a capture started from a large benchmark process would report the
+    parent's peak (317 MB instead of 101 MB at 50 MB, measured)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e6  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6  # KiB on Linux
 
 

@@ -38,8 +38,9 @@ ROUNDS = 3  # new turns measured; the median and the worst are reported
 _SEARCH_TRIES = 20  # a turn not found after the steps is looked for again, 0.5 s apart
 
 
-def _turn(path: Path, task: str, word: str, n: int, title: str | None = None) -> None:
-    """Append one complete turn (a question and its answer) stamped now."""
+def write_turn(path: Path, task: str, word: str, n: object, title: str | None = None) -> None:
+    """Append one complete turn (a question and its answer) stamped now; `n` makes its message
+    ids unique (scripts/bench_freshness.py uses this too)."""
     now = datetime.now(UTC).isoformat()
     question = {
         "task_id": task,
@@ -181,7 +182,7 @@ def run(scale: int, progress: Progress) -> list[Figure]:
         import_dir.mkdir()
         task = f"bench-fresh-{uuid.uuid4().hex[:8]}"
         path = import_dir / f"{task}.jsonl"
-        _turn(path, task, "zqwarmup", 0, title="Freshness benchmark")
+        write_turn(path, task, "zqwarmup", 0, title="Freshness benchmark")
         with (
             connect(url, autocommit=True) as conn,
             connect(reader_url(url), autocommit=True) as reader,
@@ -198,7 +199,7 @@ def run(scale: int, progress: Progress) -> list[Figure]:
             for n in range(1, ROUNDS + 1):
                 word = f"zq{uuid.uuid4().hex[:10]}"
                 since = time.monotonic()
-                _turn(path, task, word, n)
+                write_turn(path, task, word, n)
                 days = pipe.tick()
                 if not days:
                     raise RuntimeError("the transcript sensor did not see the appended turn")
