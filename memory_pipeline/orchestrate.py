@@ -34,7 +34,10 @@ from memory_pipeline.jobs import (
 from memory_pipeline.runs import clear_stale_runs, end_run
 from memory_pipeline.settings import Settings
 
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The terminal gets our progress lines and one line per failure; Dagster's console logger would
+# print a failed step's stack trace (Ctrl-C included) first. Every event stays in the run's
+# logs for the Dagster UI.
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 # Errors a step reports when the run was interrupted (Ctrl-C, SIGTERM), not when it failed.
 INTERRUPTED = {"DagsterExecutionInterruptedError", "KeyboardInterrupt"}
 

@@ -62,3 +62,14 @@ def test_a_failed_ingest_stops_the_run_before_anything_else(plan) -> None:  # ty
     with pytest.raises(UserError, match="ingest_job failed"):
         orchestrate.materialize_all(instance, Settings.from_env(), progress=lambda _: None)
     assert RAN == [INGEST_JOB]
+
+
+def test_a_failed_step_shows_one_line_not_dagsters_traceback(plan, capfd) -> None:  # type: ignore[no-untyped-def]
+    """Dagster's console logger printed the step's stack trace before our one-line error (seen
+    on Ctrl-C in `memory-pipeline run`); the logs stay in the run, for the Dagster UI."""
+    instance = plan(failing=INGEST_JOB)
+    with pytest.raises(UserError, match="ingest_job failed"):
+        orchestrate.materialize_all(instance, Settings.from_env(), progress=lambda _: None)
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Stack Trace" not in out + err
+    assert "STEP_FAILURE" not in out + err

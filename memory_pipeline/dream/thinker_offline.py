@@ -42,6 +42,11 @@ class OfflineThinker:
         return []
 
 
+def derived_from(ids: list[str]) -> list[ProposedEdge]:
+    """A candidate's provenance edges: the new memory is derived from each memory it rests on."""
+    return [ProposedEdge(source="new", target=i, relation_type="derived_from") for i in ids]
+
+
 def _day(value: object) -> str:
     return value.date().isoformat() if hasattr(value, "date") else str(value)  # type: ignore[attr-defined]
 
@@ -69,10 +74,7 @@ def _supersede(s: Slice, views: dict) -> list[Candidate]:  # type: ignore[type-a
         rests_on=[newer.id, older.id],
         target_memory_id=older.id,
         successor_id=newer.id,
-        edges=[
-            ProposedEdge(source="new", target=newer.id, relation_type="derived_from"),
-            ProposedEdge(source="new", target=older.id, relation_type="derived_from"),
-        ],
+        edges=derived_from([newer.id, older.id]),
         quotes=[qo, qn],
         rationale=s.reason,
     )
@@ -113,10 +115,7 @@ def _update_segment(
         ),
         rests_on=[newer.id, segment.id],
         target_memory_id=segment.id,
-        edges=[
-            ProposedEdge(source="new", target=newer.id, relation_type="derived_from"),
-            ProposedEdge(source="new", target=segment.id, relation_type="derived_from"),
-        ],
+        edges=derived_from([newer.id, segment.id]),
         quotes=[qn],
         rationale=s.reason,
     )
@@ -144,8 +143,7 @@ def _connection(s: Slice, views: dict) -> list[Candidate]:  # type: ignore[type-
         ),
         rests_on=[a.id, b.id],
         edges=[
-            ProposedEdge(source="new", target=a.id, relation_type="derived_from"),
-            ProposedEdge(source="new", target=b.id, relation_type="derived_from"),
+            *derived_from([a.id, b.id]),
             ProposedEdge(source=lo, target=hi, relation_type="related_to"),
         ],
         quotes=[qa, qb],
@@ -182,9 +180,7 @@ def _procedure(s: Slice, views: dict) -> list[Candidate]:  # type: ignore[type-a
             f"Check for it before answering. The corrections: {cited}"
         ),
         rests_on=[e.id for e in episodes],
-        edges=[
-            ProposedEdge(source="new", target=e.id, relation_type="derived_from") for e in episodes
-        ],
+        edges=derived_from([e.id for e in episodes]),
         quotes=quotes,
         rationale=s.reason,
     )
