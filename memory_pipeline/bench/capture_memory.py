@@ -4,8 +4,8 @@ Issue 12: streaming keeps capture's peak resident memory under 500 MB on a singl
 transcript. The figure must be the capture's own, not what earlier steps of a benchmark left in
 the process, so `measure()` runs this module as a subprocess (`python -m
 memory_pipeline.bench.capture_memory FILE`): it captures the file into a fresh bench database and
-prints one JSON line with the peak RSS (`ru_maxrss`, exact, no sampling), the seconds and the
-turns stored. The chat-import file is one conversation written by `bench.ingest.large_file`; a
+prints one JSON line with the peak RSS (`VmHWM`, exact, no sampling), the seconds and the
+turns stored. The chat-import file is one conversation written by `large_file` (below); a
 Codex rollout or Claude Code session is a demo transcript whose tool output is repeated until
 the file has the size asked for (real agent files grow large by tool output).
 
@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+# The first timestamp of the generated conversations (bench ingest uses the same).
+START = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -71,12 +75,11 @@ def _current_rss_mb() -> float:
 
 def _capture(path: Path) -> CaptureMemory:
     from memory_pipeline.bench.corpus import bench_database
-    from memory_pipeline.bench.ingest import _START
     from memory_pipeline.capture.ingest import capture_window
     from memory_pipeline.capture.sources import SourceRoots
     from memory_pipeline.db.connection import connect
 
-    start, end = _START.date() - timedelta(days=3650), _START.date() + timedelta(days=3650)
+    start, end = START.date() - timedelta(days=3650), START.date() + timedelta(days=3650)
     root = next(p for p in path.parents if p.name == "root")
     with bench_database() as url, connect(url, autocommit=True) as conn:
         roots = SourceRoots(
@@ -127,7 +130,6 @@ def write_file(tmp: Path, source: str, megabytes: float) -> Path:
     root = tmp / "root"
     if source == "chat_import":
         from memory_pipeline.bench.corpus import sentence_pool
-        from memory_pipeline.bench.ingest import large_file
 
         path = root / "imports" / "large.jsonl"
         path.parent.mkdir(parents=True)
@@ -185,3 +187,27 @@ def _inflate_claude(lines: list[str], copies: int):  # type: ignore[no-untyped-d
 
 if __name__ == "__main__":
     main()
+
+
+def large_file(path: Path, megabytes: float, sentences: list[str], seed: int = 1) -> int:
+    """One conversation of about `megabytes` MB; returns its turns."""
+    rng = random.Random(seed)
+    at = START
+    limit = int(megabytes * 1_000_000)
+    size = turns = 0
+    with path.open("w") as f:
+        while size < limit:
+            for role, count in (("user", rng.randint(1, 3)), ("assistant", rng.randint(2, 8))):
+                at += timedelta(seconds=rng.randint(20, 400))
+                line = json.dumps(
+                    {
+                        "task_id": "bench-large",
+                        "role": role,
+                        "text": " ".join(rng.choice(sentences) for _ in range(count)),
+                        "timestamp": at.isoformat(),
+                    }
+                )
+                f.write(line + "\n")
+                size += len(line) + 1
+            turns += 1
+    return turns

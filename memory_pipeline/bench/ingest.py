@@ -22,9 +22,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
+from memory_pipeline.bench.capture_memory import START as _START
+from memory_pipeline.bench.capture_memory import measure, write_file
 from memory_pipeline.bench.report import Figure
 
 Progress = Callable[[str], None]
@@ -33,7 +35,6 @@ TARGET_TURNS_PER_S = 10.0
 TARGET_PEAK_MB = 500.0
 IDLE_TARGET_S = 10.0  # issue 12: a sensor tick plus the hourly run with nothing new
 MAX_TURNS = 10_000  # the issue's corpus; `--scale` above it measures the same
-_START = datetime(2026, 6, 1, tzinfo=UTC)
 _DAYS = 60
 
 
@@ -62,30 +63,6 @@ def generate(import_dir: Path, turns: int, sentences: list[str], seed: int = 0) 
         written += n
         files += 1
     return files
-
-
-def large_file(path: Path, megabytes: float, sentences: list[str], seed: int = 1) -> int:
-    """One conversation of about `megabytes` MB; returns its turns."""
-    rng = random.Random(seed)
-    at = _START
-    limit = int(megabytes * 1_000_000)
-    size = turns = 0
-    with path.open("w") as f:
-        while size < limit:
-            for role, count in (("user", rng.randint(1, 3)), ("assistant", rng.randint(2, 8))):
-                at += timedelta(seconds=rng.randint(20, 400))
-                line = json.dumps(
-                    {
-                        "task_id": "bench-large",
-                        "role": role,
-                        "text": " ".join(rng.choice(sentences) for _ in range(count)),
-                        "timestamp": at.isoformat(),
-                    }
-                )
-                f.write(line + "\n")
-                size += len(line) + 1
-            turns += 1
-    return turns
 
 
 class PeakRss:
@@ -263,8 +240,6 @@ def run(scale: int, progress: Progress, large_mb: float | None = None) -> list[F
 
         # In a process of its own (bench/capture_memory.py): the peak is the capture's, not
         # what the steps above left in this one.
-        from memory_pipeline.bench.capture_memory import measure, write_file
-
         large = write_file(Path(tmp) / "large", "chat_import", large_mb)
         size_mb = large.stat().st_size / 1e6
         progress(f"one transcript of {size_mb:.0f} MB: capture in a process of its own")
