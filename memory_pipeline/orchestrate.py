@@ -163,14 +163,15 @@ def _plan(
     plan: list[tuple[str, dict[str, str]]] = []
     connectors = source_roots(settings).connectors()
     days, _ = changed_since(connectors, since_ns=0)
-    days = days | set(pending_days)
-    if days:
-        plan.append((INGEST_JOB, partition_tags(days)))
+    # With no task day at all (only unreadable files, say), today's partition still runs: its
+    # capture looks at every file and records the ones nothing could be read from.
+    today = datetime.now(UTC).date()
+    plan.append((INGEST_JOB, partition_tags(days | set(pending_days) or {today})))
     plan.append(("maintenance_job", {}))
     # The dream cycle thinks over everything ingested and maintained above (today's partition).
-    plan.append((DREAM_JOB, {PARTITION_TAG: datetime.now(UTC).date().isoformat()}))
+    plan.append((DREAM_JOB, {PARTITION_TAG: today.isoformat()}))
     # Last: a backup of everything the run produced, proven by its restore check.
-    plan.append(("backup_job", {PARTITION_TAG: datetime.now(UTC).date().isoformat()}))
+    plan.append(("backup_job", {PARTITION_TAG: today.isoformat()}))
     return plan
 
 

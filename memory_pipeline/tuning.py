@@ -337,6 +337,14 @@ BM25_POSTINGS_AVGDL_DRIFT = 0.05
 # BM25 score, every cosine) instead of walking postings or the HNSW graph until enough survive
 # the filter, which at 100K memories read tens of thousands of rows for a one-project filter.
 SEARCH_EXACT_FILTERED_MEMORIES = 6000
+# The keyword index (tantivy, memory_pipeline/embedding/keyword_index.py): rows fetched per
+# round trip while building it, and the tantivy writer's heap (one thread; at least 3 MB).
+KEYWORD_INDEX_FETCH_ROWS = 5000
+KEYWORD_INDEX_WRITER_HEAP_BYTES = 128 * 1024 * 1024
+# The BM25 channel on the keyword index (serving/search.py bm25_channel) rescores this many of
+# tantivy's best passages exactly in PostgreSQL (tantivy rounds lengths above 40 tokens, which
+# reorders close scores at the top); the rest keep tantivy's score.
+BM25_INDEX_EXACT_PASSAGES = 100
 
 # --- reinforcement ------------------------------------------------------------------------
 # Retrieval events (what search returned) are folded into memories' access counts hourly; a

@@ -6,6 +6,7 @@ Dagster instance on PostgreSQL; what is tested is the order and what a failure s
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -14,7 +15,7 @@ import pytest
 import memory_pipeline.definitions
 from memory_pipeline import orchestrate
 from memory_pipeline.errors import UserError
-from memory_pipeline.jobs import DREAM_JOB, INGEST_JOB
+from memory_pipeline.jobs import DREAM_JOB, INGEST_JOB, PARTITION_TAG
 from memory_pipeline.settings import Settings
 
 RAN: list[str] = []
@@ -73,3 +74,22 @@ def test_a_failed_step_shows_one_line_not_dagsters_traceback(plan, capfd) -> Non
     out, err = capfd.readouterr()
     assert "Traceback" not in out + err and "Stack Trace" not in out + err
     assert "STEP_FAILURE" not in out + err
+
+
+def test_a_run_over_unreadable_files_only_still_captures_to_record_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A transcript with no readable task has no task day; `run` planned no ingest at all then,
+    so the file skip that capture records for it (capture/unreadable.py) was never written and
+    the user saw nothing. The plan now ingests today's partition, whose capture looks at every
+    file."""
+    garbage = tmp_path / "imports" / "export.jsonl"
+    garbage.parent.mkdir(parents=True)
+    garbage.write_bytes(b"\x00\xff not json at all\n" * 50)
+    monkeypatch.setenv("MEMORY_SOURCES", "real")
+    monkeypatch.setenv("MEMORY_IMPORT_DIR", str(garbage.parent))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    plan = dict(orchestrate._plan(Settings.from_env()))
+    today = datetime.now(UTC).date().isoformat()
+    assert plan[INGEST_JOB] == {PARTITION_TAG: today}

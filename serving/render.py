@@ -143,13 +143,24 @@ def pack_item_text(item: ContextItem) -> str:
     tasks = " ".join(dict.fromkeys(f"{p.source}:{p.native_task_id}" for p in item.provenance))
     head = f'<memory id="{item.memory_id}" kind="{attr(item.kind)}" date="{created}"'
     head += f' from="{attr(tasks)}"' if tasks else ' from="none"'
-    head += f' title="{attr(_short(item.title, W.PACK_TITLE_CHARS))}"'
+    if not _quoted(item):  # a segment's title is its first prompt: no need to say it twice
+        head += f' title="{attr(_short(item.title, W.PACK_TITLE_CHARS))}"'
     lines = [head + (' part="1">' if item.truncated else ">")]
     lines += [clean(f"flag: {f}") for f in item.flags]  # relationship warnings, at most two
     for e in item.excerpts:
         lines.append(f"{excerpt_label(e.turns, e.neighbour, e.truncated)} {clean(e.text)}")
     lines.append("</memory>")
     return "\n".join(lines)
+
+
+_SPEAKER_CHARS = 40  # room for the speaker label before an excerpt's first words
+
+
+def _quoted(item: ContextItem) -> bool:
+    """Whether an excerpt already begins with the title (a segment quoting its first turn)."""
+    title = " ".join(item.title.split()).rstrip("…").strip()
+    head = len(title) + _SPEAKER_CHARS
+    return bool(title) and any(title in " ".join(e.text[:head].split()) for e in item.excerpts)
 
 
 def _short(text: str, limit: int) -> str:

@@ -97,7 +97,25 @@ def score(
     project_context: str | None,
     now: datetime,
 ) -> tuple[float, dict[str, float]]:
-    """The rerank score of one candidate and each of its terms."""
+    """The rerank score of one candidate and each of its terms (rounded for display)."""
+    parts = terms(c, query_tokens, context_tokens, project_context, now)
+    return sum(parts.values()), rounded(parts)
+
+
+def rounded(parts: dict[str, float]) -> dict[str, float]:
+    """Terms as a hit reports them."""
+    return {k: round(v, 6) for k, v in parts.items()}
+
+
+def terms(
+    c: Candidate,
+    query_tokens: frozenset[str],
+    context_tokens: frozenset[str],
+    project_context: str | None,
+    now: datetime,
+) -> dict[str, float]:
+    """Each rerank term of one candidate, unrounded; the score is their sum. Search ranks ~190
+    candidates and reports a dozen, so it rounds only those (`rounded`)."""
     text_tokens = tokens(f"{c.title} {c.content}")
     parts = {
         "rrf": W.W_RRF * rrf_normalized(c.rrf),
@@ -119,7 +137,7 @@ def score(
         if is_stale(c.created_at, c.last_accessed_at, now)
         else 0.0,
     }
-    return sum(parts.values()), {k: round(v, 6) for k, v in parts.items()}
+    return parts
 
 
 def dedup_exact(ranked: list[Candidate]) -> list[Candidate]:

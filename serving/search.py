@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +31,7 @@ from psycopg import sql
 
 from memory_pipeline import tuning
 from memory_pipeline.embedding.spaces import serving_space
+from serving import keyword_index
 from serving import rerank_weights as W
 from serving.models import (
     PassageMatch,
@@ -41,14 +42,16 @@ from serving.models import (
     SearchResponse,
     TurnRef,
 )
-from serving.rerank import Candidate, dedup_exact, diversify, rrf_scores, score
+from serving.rerank import Candidate, dedup_exact, diversify, rounded, rrf_scores, terms
 from serving.text import tokens
 
+# Ids come back as text: building and printing ~1,000 uuid.UUID objects per search cost
+# milliseconds of Python (issue 12).
 _CANDIDATE_COLUMNS = (
-    "m.id, m.type, m.title, m.content, m.encoding_context, m.project, m.mem_class, m.status,"
+    "m.id::text, m.type, m.title, m.content, m.encoding_context, m.project, m.mem_class, m.status,"
     " m.depth_score, m.access_count, m.created_at, m.last_accessed_at, m.source_type, m.tags,"
-    " m.updated_at,"
-    " (SELECT p.task_id FROM memory_provenance p WHERE p.memory_id = m.id LIMIT 1)"
+    " m.updated_at, m.observation_count,"
+    " (SELECT p.task_id::text FROM memory_provenance p WHERE p.memory_id = m.id LIMIT 1)"
 )
 
 
@@ -76,6 +79,7 @@ class _Row:
     source_type: str | None
     tags: list[str]
     updated_at: datetime
+    observation_count: int  # > 1: near-duplicates folded into it (relationship discovery)
 
 
 # A memory a newer decision reverses (live contradicts edge: newer -> older) or that has a
@@ -167,24 +171,86 @@ def bm25_channel(
     """Okapi BM25 over passages: any query lexeme may match, rare ones weigh most.
 
     The query's English lexemes are OR-ed (a question rarely repeats every word of its answer),
-    weighted by the inverse document frequencies the pipeline recorded over passages (before
-    the first statistics exist, every lexeme counts the same). Scoring every passage that holds
-    a common word is what made this channel slow (issue 12), so it reads an impact-ordered
-    index (passage_postings, sql/021): for each lexeme only its BM25_POSTINGS_PER_LEXEME best
-    postings, found in impact order by a btree. Passages found that way are filtered, the best
-    BM25_RESCORE_PASSAGES of them by that partial sum are scored exactly over every query
-    lexeme, and ranked. A rare lexeme's list is read whole; only a common lexeme's long tail,
-    whose postings weigh least, is left unread. Returned: the best passages of the best
-    CANDIDATES_PER_CHANNEL memories (each memory's best passage, and any passage within the
-    top PASSAGE_CANDIDATES_PER_CHANNEL).
+    weighted by the inverse document frequencies the pipeline recorded over passages (before the
+    first statistics exist, every lexeme counts the same). Scoring every passage that holds a
+    common word is what made this channel slow (issue 12). When the keyword index (tantivy,
+    derived from the passages by the pipeline) is current, it finds the best passages by
+    block-max WAND, narrowed by the filter; PostgreSQL applies the whole filter and scores the
+    best of them exactly. Otherwise (no index, or a passage not yet in it) it reads the
+    impact-ordered index (passage_postings, sql/021): for each lexeme only its
+    BM25_POSTINGS_PER_LEXEME best postings, found in impact order by a btree. Passages found
+    that way are filtered, the best BM25_RESCORE_PASSAGES of them by that partial sum are scored
+    exactly over every query lexeme, and ranked. A rare lexeme's list is read whole; only a
+    common lexeme's long tail, whose postings weigh least, is left unread. Returned: the best
+    passages of the best CANDIDATES_PER_CHANNEL memories (each memory's best passage, and any
+    passage within the top PASSAGE_CANDIDATES_PER_CHANNEL).
 
-    Under a narrowing filter that few memories pass (`filtered`, from filtered_memories; -1:
-    count them here), those memories' passages are scored exactly instead when the postings
-    to walk outnumber them: walking postings until enough survive such a filter reads most
-    of every common word's list, two primary-key lookups per posting.
+    Without the index, under a narrowing filter that few memories pass (`filtered`, from
+    filtered_memories; -1: count them here), those memories' passages are scored exactly
+    instead when the postings to walk outnumber them: walking postings until enough survive
+    such a filter reads most of every common word's list, two primary-key lookups per posting.
     """
-    statement, params = bm25_chosen_statement(conn, query, filters, filtered)
-    return ChannelResult.of(conn.execute(statement, params).fetchall())
+    # The keyword index (tantivy, serving/keyword_index.py) ranks when it is current; it
+    # narrows by the filter itself, so it also serves the filters the exact path would.
+    view = keyword_index.open_view(conn, query)
+    if view is None:
+        statement, params = bm25_chosen_statement(conn, query, filters, filtered)
+        return ChannelResult.of(conn.execute(statement, params).fetchall())
+    if not view.lexemes:
+        return EMPTY  # only stop words
+    # Its best passages, kept when their memory passes the filter, deeper while too few
+    # memories survive it. The best BM25_INDEX_EXACT_PASSAGES of those that pass are scored
+    # exactly as the postings would (the arithmetic of bm25_filtered_statement), as tantivy
+    # rounds lengths above 40 tokens; the rest keep tantivy's score. One round trip each.
+    where, filter_params = filter_sql(filters)
+    statement = sql.SQL(
+        "WITH " + _QUERY_LEXEMES + ", c AS MATERIALIZED ("
+        # The hits in tantivy's order: n, passage id, memory id (keyword_index.pack).
+        " SELECT i AS n, encode(substr(%b, i * 32 - 31, 16), 'hex')::uuid AS pid,"
+        "  encode(substr(%b, i * 32 - 15, 16), 'hex')::uuid AS mid"
+        " FROM generate_series(1, %s) AS i"
+        "), f AS MATERIALIZED ("
+        " SELECT m.id FROM memories m"
+        " WHERE m.id = ANY(ARRAY(SELECT DISTINCT mid FROM c)) AND {where}"
+        "), kept AS MATERIALIZED ("
+        " SELECT c.n, c.pid FROM c WHERE c.mid IN (SELECT id FROM f)"
+        "), e AS MATERIALIZED ("
+        " SELECT k.n, sum(q.idf * (t.tf * (pr.k1 + 1)"
+        "  / (t.tf + pr.k1 * (1 - pr.b + pr.b * length(p.search_vector) / pr.avgdl)))::real)"
+        "  AS s"
+        " FROM (SELECT * FROM kept ORDER BY n LIMIT %s) k"
+        " JOIN memory_passages p ON p.id = k.pid CROSS JOIN passage_postings_params pr"
+        " CROSS JOIN LATERAL unnest(p.search_vector) AS u JOIN q ON q.lexeme = u.lexeme"
+        " CROSS JOIN LATERAL ("
+        "  SELECT coalesce(sum(CASE w WHEN 'A' THEN pr.title_tf ELSE 1 END), 1) AS tf"
+        "  FROM unnest(u.weights) AS w"
+        " ) t GROUP BY k.n"
+        ") SELECT k.n, e.s FROM kept k LEFT JOIN e USING (n)"
+    ).format(where=where)
+    depth = W.BM25_RESCORE_PASSAGES
+    while True:
+        hits = view.top(depth, filters)
+        packed = keyword_index.pack(hits)
+        rows = conn.execute(
+            statement,
+            [
+                query,
+                packed,
+                packed,
+                len(hits),
+                *filter_params,
+                tuning.BM25_INDEX_EXACT_PASSAGES,
+            ],
+        ).fetchall()
+        result = ChannelResult.of(
+            keyword_index.rank(
+                [(hits[n - 1][0] if s is None else s, *hits[n - 1][1:]) for n, s in rows]
+            )
+        )
+        enough = len(result.memories) >= W.CANDIDATES_PER_CHANNEL
+        if enough or len(hits) < depth or depth >= view.documents:
+            return result
+        depth *= 2
 
 
 def bm25_chosen_statement(
@@ -398,7 +464,7 @@ def vector_channel(
     cast = sql.SQL("vector({})").format(sql.Literal(dims))
     if _exact(filtered):
         statement = sql.SQL(
-            "SELECT passage_id, memory_id, d FROM ("
+            "SELECT passage_id::text, memory_id::text, d FROM ("
             " SELECT e.passage_id, p.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
             " FROM (SELECT m.id FROM memories m WHERE {where}) f"
             " JOIN memory_passages p ON p.memory_id = f.id"
@@ -406,11 +472,14 @@ def vector_channel(
             " OFFSET 0) x ORDER BY d LIMIT %s"
         )
     else:
-        conn.execute(f"SET LOCAL hnsw.ef_search = {int(W.HNSW_EF_SEARCH)}")
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.execute(  # both settings in one round trip
+            "SELECT set_config('hnsw.ef_search', %s, true),"
+            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            [str(int(W.HNSW_EF_SEARCH))],
+        )
         statement = sql.SQL(
-            "SELECT e.passage_id, p.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
-            " FROM passage_embeddings e"
+            "SELECT e.passage_id::text, p.memory_id::text,"
+            " e.embedding::{cast} <=> %s::{cast} AS d FROM passage_embeddings e"
             " JOIN memory_passages p ON p.id = e.passage_id JOIN memories m ON m.id = p.memory_id"
             " WHERE e.space = {space} AND {where}"
             " ORDER BY d LIMIT %s"
@@ -424,15 +493,24 @@ def vector_channel(
     return ChannelResult.of([(r[0], r[1]) for r in rows])
 
 
-def _candidates(conn: psycopg.Connection, ids: Sequence[str]) -> dict[str, _Row]:
+def _candidates(conn: psycopg.Connection, fused: dict[str, float]) -> dict[str, _Row]:
+    """The fused memories as candidates, each with its RRF score."""
     rows = conn.execute(
         f"SELECT {_CANDIDATE_COLUMNS} FROM memories m WHERE m.id = ANY(%s::uuid[])",
-        [list(ids)],
+        [list(fused)],
     ).fetchall()
+    return _rows(rows, fused)
+
+
+def _rows(rows: Sequence[Sequence[Any]], rrf: dict[str, float] | None = None) -> dict[str, _Row]:
+    """Rows of _CANDIDATE_COLUMNS by memory id, in the order given, with their RRF scores (0
+    when not fused: temporal neighbours)."""
+    rrf = rrf or {}
     out = {}
     for r in rows:
+        mid = str(r[0])
         cand = Candidate(
-            id=str(r[0]),
+            id=mid,
             type=r[1],
             title=r[2],
             content=r[3],
@@ -444,10 +522,10 @@ def _candidates(conn: psycopg.Connection, ids: Sequence[str]) -> dict[str, _Row]
             access_count=r[9],
             created_at=r[10],
             last_accessed_at=r[11],
-            rrf=0.0,
-            task_id=str(r[15]) if r[15] else None,
+            rrf=rrf.get(mid, 0.0),
+            task_id=str(r[16]) if r[16] else None,
         )
-        out[cand.id] = _Row(cand, r[12], list(r[13] or []), r[14])
+        out[cand.id] = _Row(cand, r[12], list(r[13] or []), r[14], r[15])
     return out
 
 
@@ -578,12 +656,15 @@ def passage_details(
 
 def _temporal_neighbours(
     conn: psycopg.Connection, top: Candidate, exclude: set[str], filters: SearchFilters
-) -> list[str]:
+) -> dict[str, _Row]:
+    """The memories created nearest to the top result (within TEMPORAL_WINDOW_HOURS), nearest
+    first, read with their candidate columns in the same statement (one round trip)."""
     where, params = filter_sql(filters)
     window = timedelta(hours=W.TEMPORAL_WINDOW_HOURS)
     rows = conn.execute(
         sql.SQL(
-            "SELECT m.id FROM memories m WHERE m.created_at BETWEEN %s AND %s"
+            "SELECT " + _CANDIDATE_COLUMNS + " FROM memories m"
+            " WHERE m.created_at BETWEEN %s AND %s"
             " AND NOT (m.id = ANY(%s::uuid[])) AND {where}"
             " ORDER BY abs(extract(epoch FROM m.created_at - %s)), m.id LIMIT %s"
         ).format(where=where),
@@ -596,7 +677,7 @@ def _temporal_neighbours(
             W.TEMPORAL_NEIGHBOURS,
         ],
     ).fetchall()
-    return [str(r[0]) for r in rows]
+    return _rows(rows)
 
 
 def search(
@@ -634,16 +715,17 @@ def search(
             )
         bm25, vec = bm25_result.memories, vec_result.memories
         fused = rrf_scores(bm25, vec)
-        rows = _candidates(conn, list(fused))
+        rows = _candidates(conn, fused)
         bm25_rank = {mid: i for i, mid in enumerate(bm25, start=1)}
         vec_rank = {mid: i for i, mid in enumerate(vec, start=1)}
         q_tokens = tokens(query)
         c_tokens = tokens(context) if context else q_tokens
-        scored: dict[str, tuple[float, dict[str, float]]] = {}
+        scored: dict[str, tuple[float, dict[str, float]]] = {}  # unrounded terms
         pool = []
         for mid, row in rows.items():
-            cand = replace(row.candidate, rrf=fused[mid])
-            scored[mid] = score(cand, q_tokens, c_tokens, project_context, now)
+            cand = row.candidate
+            parts = terms(cand, q_tokens, c_tokens, project_context, now)
+            scored[mid] = (sum(parts.values()), parts)
             pool.append(cand)
         # Deterministic order: score, then RRF, then id, so equal states give equal rankings.
         pool.sort(key=lambda c: (-scored[c.id][0], -c.rrf, c.id))
@@ -651,10 +733,9 @@ def search(
 
         extra: list[Candidate] = []
         if temporal_context and ranked:
-            ids = _temporal_neighbours(conn, ranked[0], {c.id for c in ranked}, filters)
-            extra_rows = _candidates(conn, ids)
-            extra = [extra_rows[i].candidate for i in ids if i in extra_rows]
-            rows.update({i: extra_rows[i] for i in ids if i in extra_rows})
+            extra_rows = _temporal_neighbours(conn, ranked[0], {c.id for c in ranked}, filters)
+            extra = [row.candidate for row in extra_rows.values()]
+            rows.update(extra_rows)
         chains = provenance(conn, [c.id for c in ranked + extra])
         matched = matched_passages(
             conn,
@@ -665,13 +746,6 @@ def search(
             nearest_only=not near_passages,
         )
 
-        observed = dict(
-            conn.execute(  # near-duplicates folded into a kept memory (relationship discovery)
-                "SELECT id::text, observation_count FROM memories"
-                " WHERE id = ANY(%s::uuid[]) AND observation_count > 1",
-                [[c.id for c in ranked + extra]],
-            ).fetchall()
-        )
         hits = []
         extra_ids = {c.id for c in extra}
         for cand in ranked + extra:
@@ -695,11 +769,11 @@ def search(
                     rrf=round(cand.rrf, 6),
                     bm25_rank=bm25_rank.get(cand.id),
                     vector_rank=vec_rank.get(cand.id),
-                    components=parts,
+                    components=rounded(parts),
                     temporal_context=is_extra,
                     provenance=chains.get(cand.id, []),
                     passages=matched.get(cand.id, []),
-                    observation_count=observed.get(cand.id, 1),
+                    observation_count=row.observation_count,
                 )
             )
         if record_surface and ranked:

@@ -81,7 +81,7 @@ _MAX_DBNAME = 63  # NAMEDATALEN - 1
 _SYSTEM_DATABASES = {"postgres", "template0", "template1"}
 # Tables migrations fill themselves: rows there are not data a restore could overwrite.
 _SEEDED_BY_MIGRATIONS = frozenset(
-    {"schema_migrations", "embedding_spaces", "passage_postings_params"}
+    {"schema_migrations", "embedding_spaces", "passage_postings_params", "search_index_identity"}
 )
 
 

@@ -24,6 +24,7 @@ Deterministic: the same scale and seed give the same rows (ids included).
 from __future__ import annotations
 
 import ast
+import atexit
 import hashlib
 import json
 import random
@@ -49,10 +50,12 @@ from memory_pipeline.db.connection import READER_ROLE, connect, parse_database_u
 from memory_pipeline.db.embedded import EmbeddedServer
 from memory_pipeline.db.migrate import migrate
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
+from memory_pipeline.embedding.keyword_index import refresh_keyword_index
 from memory_pipeline.embedding.passages import embed_text, turn_text
 from memory_pipeline.embedding.store import embedding_text, text_sha256
 from memory_pipeline.semantic import classify
 from memory_pipeline.settings import REPO_ROOT, Settings
+from serving import keyword_index
 
 Progress = Callable[[str], None]
 SPACE = tuning.LOCAL_EMBEDDING_SPACE
@@ -583,6 +586,20 @@ _LOADED_TABLES = (
 )
 
 
+_KEYWORD_HOME: list[Path] = []
+
+
+def keyword_home() -> Path:
+    """The keyword index's home for this process's benchmark corpora: a temporary directory
+    (never MEMORY_HOME), removed at exit; serving in this process reads it."""
+    if not _KEYWORD_HOME:
+        home = Path(tempfile.mkdtemp(prefix="mp-bench-keyword-"))
+        atexit.register(shutil.rmtree, home, True)
+        keyword_index.use_home(home)
+        _KEYWORD_HOME.append(home)
+    return _KEYWORD_HOME[0]
+
+
 def load_corpus(app_url: str, scale: int, seed: int = 0, progress: Progress = _noop) -> CorpusInfo:
     """Generate `scale` memories (and everything behind them) and bulk-load them into an empty,
     migrated database; then rebuild indexes and refresh BM25 statistics as the pipeline does."""
@@ -651,6 +668,10 @@ def load_corpus(app_url: str, scale: int, seed: int = 0, progress: Progress = _n
             conn.execute(definition)
         timings["indexes"] = time.monotonic() - t
         conn.execute("ANALYZE")
+        t = time.monotonic()
+        progress("building the keyword index (refresh_keyword_index)")
+        refresh_keyword_index(conn, keyword_home())
+        timings["keyword index"] = time.monotonic() - t
     days = [r[6] for r in rows.tasks]
     info = CorpusInfo(
         memories=len(rows.memories),

@@ -40,6 +40,7 @@ from memory_pipeline.bench.corpus import (
 from memory_pipeline.bench.report import Figure
 from memory_pipeline.db.connection import connect
 from memory_pipeline.settings import REPO_ROOT
+from serving import keyword_index
 from serving import rerank_weights as W
 from serving import search as S
 from serving.models import SearchFilters
@@ -272,6 +273,7 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
         embed_s.append(time.perf_counter() - t)
     fixed = _Fixed(vectors)
     full_s, bm25_s, vec_s = [], [], []
+    full_by: dict[bool, list[float]] = {False: [], True: []}  # by whether the query is filtered
     recall: dict[bool, list[float]] = {False: [], True: []}
     ref_s: list[float] = []
     agree10: list[float] = []
@@ -279,6 +281,7 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
     with connect(url, autocommit=True) as conn:
         for q in queries[: min(20, len(queries))]:  # warm the caches once
             S.search(conn, q.text, embedder=fixed, filters=q.filters)  # type: ignore[arg-type]
+        on_index = keyword_index.open_view(conn, "index") is not None
         progress(f"timing {len(queries):,} queries: full pipeline, BM25, vector")
         for i, q in enumerate(queries, start=1):
             bm25_s.append(_timed(lambda q=q: _bm25(conn, q)))
@@ -293,6 +296,7 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
                     )
                 )
             )
+            full_by[q.filters != SearchFilters()].append(full_s[-1])
             if i % 200 == 0:
                 progress(f"  {i:,} queries timed")
         for q in (queries[1], queries[4]) if len(queries) > 4 else ():
@@ -337,6 +341,8 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
         Figure("memories", info.memories, ""),
         Figure("passages", info.passages, ""),
         Figure("corpus load", info.seconds, "s"),
+        Figure("keyword index build (tantivy)", info.timings.get("keyword index", 0.0), "s"),
+        Figure("BM25 channel on the keyword index (1) or PostgreSQL (0)", float(on_index), ""),
         Figure("queries", len(queries), ""),
         Figure("full pipeline p50 (no query embedding)", full[0], "ms"),
         Figure(
@@ -346,6 +352,11 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
             f"<= {SEARCH_P95_TARGET_MS:.0f} ms",
             full[1] <= SEARCH_P95_TARGET_MS,
         ),
+        # Which queries make the p95: one in five carries a filter (issue 12).
+        Figure("full pipeline p50, unfiltered queries", _ms(full_by[False])[0], "ms"),
+        Figure("full pipeline p95, unfiltered queries", _ms(full_by[False])[1], "ms"),
+        Figure("full pipeline p50, filtered queries", _ms(full_by[True])[0], "ms"),
+        Figure("full pipeline p95, filtered queries", _ms(full_by[True])[1], "ms"),
         Figure("BM25 channel p50", bm25[0], "ms"),
         Figure(
             "BM25 channel p95",

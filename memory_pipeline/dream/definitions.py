@@ -16,6 +16,7 @@ import psycopg
 from memory_pipeline import tuning
 from memory_pipeline.dream.cycle import DreamConfig, run_dream_cycle
 from memory_pipeline.dream.store import new_memories_since_last_run
+from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.jobs import DREAM_JOB, IN_PROGRESS, WAITING
 from memory_pipeline.partitions import daily
 from memory_pipeline.resources import DatabaseResource, EmbeddingResource
@@ -108,8 +109,10 @@ def dream_cycle(
             config=dream.config(),
             progress=context.log.info,
         )
+        keywords = refresh_for_asset(conn, context.log)  # its new memories' passages
     return dg.MaterializeResult(
         metadata={
+            **keywords,
             "run_type": run_type,
             "backend": report.backend,
             "dream_run_id": report.run_id,

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
+from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.partitions import daily, single_run
 from memory_pipeline.resources import DatabaseResource, EmbeddingResource
@@ -21,7 +22,9 @@ from memory_pipeline.semantic.definitions import semantic_memories
         "space (MEMORY_EMBEDDING_SPACE: local all-MiniLM-L6-v2 by default, or "
         "ollama:bge-m3:1024). Cuts and embeds only what is missing or stale. After a space "
         "change, backfill all partitions: search keeps serving the old space until every "
-        "memory and passage has a vector in the new one."
+        "memory and passage has a vector in the new one. Then brings the keyword index "
+        "(tantivy, MEMORY_HOME/keyword-index, derived from the passages) in step, so BM25 "
+        "search uses it again."
     ),
 )
 def memory_embeddings(
@@ -33,6 +36,7 @@ def memory_embeddings(
         report = embed_window(
             conn, embedder, window.start.date(), window.end.date(), progress=context.log.info
         )
+        keywords = refresh_for_asset(conn, context.log)
     return dg.MaterializeResult(
         metadata={
             "space": report.space,
@@ -44,6 +48,7 @@ def memory_embeddings(
             "passage_vectors_reused": report.passages_reused,
             "serving_space": report.serving_space or "none yet",
             "active_space_coverage": report.space_coverage,
+            **keywords,
         }
     )
 
@@ -56,14 +61,23 @@ def memory_embeddings(
         "Corpus statistics for BM25 ranking: in how many passages (and memories) each "
         "lexeme occurs, and the corpus size and mean length (PostgreSQL's own ts_rank has no "
         "inverse document frequency). Recomputed whole; search reads them, and ranks by term "
-        "frequency alone until they exist."
+        "frequency alone until they exist. Also refreshes the keyword index (rebuilt whole "
+        "when it is missing, unreadable or its document count is off)."
     ),
 )
-def bm25_statistics(db: DatabaseResource) -> dg.MaterializeResult:
+def bm25_statistics(
+    context: dg.AssetExecutionContext, db: DatabaseResource
+) -> dg.MaterializeResult:
     with db.connection() as conn:
         memories, passages, lexemes = refresh_bm25_statistics(conn)
+        keywords = refresh_for_asset(conn, context.log)
     return dg.MaterializeResult(
-        metadata={"memories": memories, "passages": passages, "distinct_lexemes": lexemes}
+        metadata={
+            "memories": memories,
+            "passages": passages,
+            "distinct_lexemes": lexemes,
+            **keywords,
+        }
     )
 
 

@@ -14,8 +14,10 @@ import psycopg
 from pydantic import BaseModel, Field
 
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
+from memory_pipeline.embedding.keyword_index import rebuild_keyword_index
 from memory_pipeline.forget import audit, cascade, digests, tombstones
 from memory_pipeline.forget.select import Selector, seed
+from memory_pipeline.settings import Settings
 
 
 class ForgottenMemory(BaseModel):
@@ -109,4 +111,7 @@ def forget(conn: psycopg.Connection, selector: Selector, *, dry_run: bool = Fals
         report.audit_id = audit_id
     if not dry_run:  # committed: the digest files may go
         report.digest_files_removed = digests.remove_files(dream_runs)
+        # and the forgotten passages' lexemes leave the keyword index's files (a full rebuild:
+        # tantivy keeps deleted documents in its segments until they are merged).
+        rebuild_keyword_index(conn, Settings.from_env().memory_home)
     return report

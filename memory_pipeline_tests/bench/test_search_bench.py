@@ -69,6 +69,8 @@ def test_bench_search_runs_and_appends_its_figures(session_home: Path, tmp_path:
         "BM25 top-10 memories shared with exhaustive",
     ):
         assert figure in figures
-    # On a corpus this small the postings read every list whole: the exhaustive ranking.
-    assert figures["BM25 top-100 memories shared with exhaustive"] == "1"
+    # The channel ran on the keyword index the corpus load built, and ranks as exhaustive BM25
+    # does up to tantivy's length quantisation (lengths above 40 tokens within about 7%).
+    assert figures["BM25 channel on the keyword index (1) or PostgreSQL (0)"] == "1"
+    assert float(figures["BM25 top-100 memories shared with exhaustive"]) >= 0.98
     assert float(figures["HNSW recall@100 (no filter)"]) >= 0.95

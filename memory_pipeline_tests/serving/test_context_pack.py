@@ -334,6 +334,18 @@ def test_an_item_is_one_header_line_its_excerpts_and_the_closing_tag() -> None:
     assert [e.turns[0].native_message_ids for e in item.excerpts] == [["m0"], ["m1"]]
 
 
+def test_a_segment_quoting_its_first_prompt_does_not_repeat_it_as_title() -> None:
+    """A segment's title is its first prompt: when an excerpt already quotes it, the header
+    leaves it out (budget for evidence); a title the excerpts do not say stays."""
+    texts = ["Mara: Where do the backups go?\nJonas: To kestrel, nightly.", "Mara: thanks"]
+    quoting = with_provenance(hit("segment", "Where do the backups go?", texts), "chat-lab-s03")
+    other = with_provenance(hit("segment", "Backup targets", ["Mara: and the photos?"]), "s04")
+    pack = pack_excerpts("q", 2000, [quoting, other], {}, {})
+    heads = {str(i.memory_id): pack_item_text(i).split("\n")[0] for i in pack.items}
+    assert "title=" not in heads[str(quoting.id)]
+    assert 'title="Backup targets"' in heads[str(other.id)]
+
+
 def test_a_turn_after_a_match_is_packed_before_the_turn_before_it() -> None:
     """An answer follows its question: with room for one neighbour, the next turn wins."""
     seg = hit("segment", "Chat", ["Mara: before", "Mara: the match", "Mara: after"])
