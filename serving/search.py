@@ -220,7 +220,11 @@ def bm25_channel(
         "  AS s"
         " FROM (SELECT * FROM kept ORDER BY n LIMIT %s) k"
         " JOIN memory_passages p ON p.id = k.pid CROSS JOIN passage_postings_params pr"
-        " CROSS JOIN LATERAL unnest(p.search_vector) AS u JOIN q ON q.lexeme = u.lexeme"
+        # The query's lexemes picked out first: joining all of a passage's lexemes to q made
+        # the planner hash thousands of them (it cannot know q has a handful of rows).
+        " CROSS JOIN LATERAL ("
+        "  SELECT * FROM unnest(p.search_vector) AS v WHERE v.lexeme = ANY(%s::text[])"
+        " ) u JOIN q ON q.lexeme = u.lexeme"
         " CROSS JOIN LATERAL ("
         "  SELECT coalesce(sum(CASE w WHEN 'A' THEN pr.title_tf ELSE 1 END), 1) AS tf"
         "  FROM unnest(u.weights) AS w"
@@ -240,6 +244,7 @@ def bm25_channel(
                 len(hits),
                 *filter_params,
                 tuning.BM25_INDEX_EXACT_PASSAGES,
+                view.lexemes,
             ],
         ).fetchall()
         result = ChannelResult.of(
