@@ -101,7 +101,9 @@ class _Pipeline:
 
     def ingest(self, days: list[date]) -> None:
         """The ingest job's assets over [first day, last day + 1)."""
+        from memory_pipeline.bench.corpus import keyword_home
         from memory_pipeline.capture.ingest import capture_window
+        from memory_pipeline.embedding.keyword_index import refresh_keyword_index
         from memory_pipeline.embedding.store import embed_window
         from memory_pipeline.relationships.store import discover_window
         from memory_pipeline.semantic.process import process_window
@@ -111,14 +113,17 @@ class _Pipeline:
         capture_window(self.conn, self.roots.connectors(), start, end, say)
         process_window(self.conn, self.backend, start, end, 0, progress=say)
         embed_window(self.conn, self.embedder, start, end, say)
+        refresh_keyword_index(self.conn, keyword_home(), say)
         discover_window(self.conn, self.judge, start, end, progress=say)
 
 
 def _idle(pipe: _Pipeline, space: str, progress: Progress) -> dict[str, float]:
     """Seconds of each scheduled piece of work when nothing is new."""
+    from memory_pipeline.bench.corpus import keyword_home
     from memory_pipeline.capture.changes import scan_changes
     from memory_pipeline.db.report import database_report
     from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
+    from memory_pipeline.embedding.keyword_index import refresh_keyword_index
     from memory_pipeline.embedding.store import days_missing_vectors
     from memory_pipeline.reinforcement.fold import fold_retrievals, prune_retrievals
     from memory_pipeline.semantic.store import days_with_pending_passes, ready_revisions
@@ -154,6 +159,7 @@ def _idle(pipe: _Pipeline, space: str, progress: Progress) -> dict[str, float]:
         lambda: (fold_retrievals(conn), prune_retrievals(conn)),
     )
     timed("hourly maintenance: BM25 statistics", lambda: refresh_bm25_statistics(conn))
+    timed("hourly maintenance: keyword index", lambda: refresh_keyword_index(conn, keyword_home()))
     return seconds
 
 
