@@ -287,8 +287,29 @@ def _document(
     return doc
 
 
-def _writer(index: tantivy.Index) -> tantivy.IndexWriter:
-    return index.writer(tuning.KEYWORD_INDEX_WRITER_HEAP_BYTES, 1)
+def _write(
+    conn: psycopg.Connection,
+    index: tantivy.Index,
+    where: str,
+    params: list[object],
+    doomed: tantivy.Query | None = None,
+) -> int:
+    """One tantivy commit: the documents `doomed` matches deleted, the passages `where` selects
+    added; any error rolls the writer back, so nothing of it becomes visible."""
+    writer = index.writer(tuning.KEYWORD_INDEX_WRITER_HEAP_BYTES, 1)
+    count = 0
+    try:
+        if doomed is not None:
+            writer.delete_documents_by_query(doomed)
+        for row in _documents(conn, where, params):
+            writer.add_document(_document(*row))
+            count += 1
+        writer.commit()
+        writer.wait_merging_threads()
+    except BaseException:
+        writer.rollback()
+        raise
+    return count
 
 
 def _apply_pending(
@@ -298,21 +319,10 @@ def _apply_pending(
     pending = [r[0] for r in conn.execute("SELECT seq FROM passage_index_pending")]
     if not removals and not pending:
         return 0, 0
-    writer = _writer(index)
-    added = 0
-    try:
-        # By query: delete_documents_by_term with a Python int builds an i64 term and
-        # silently deletes nothing from this u64 field (tantivy-py 0.27).
-        doomed = tantivy.Query.term_set_query(index.schema, SEQ, [*removals, *pending])
-        writer.delete_documents_by_query(doomed)
-        for row in _documents(conn, " WHERE p.seq = ANY(%s)", [pending]):
-            writer.add_document(_document(*row))
-            added += 1
-        writer.commit()
-        writer.wait_merging_threads()
-    except BaseException:
-        writer.rollback()
-        raise
+    # By query: delete_documents_by_term with a Python int builds an i64 term and silently
+    # deletes nothing from this u64 field (tantivy-py 0.27).
+    doomed = tantivy.Query.term_set_query(index.schema, SEQ, [*removals, *pending])
+    added = _write(conn, index, " WHERE p.seq = ANY(%s)", [pending], doomed)
     _write_generation(path, generation)
     conn.execute("DELETE FROM passage_index_removals WHERE seq = ANY(%s)", [removals])
     conn.execute("DELETE FROM passage_index_pending WHERE seq = ANY(%s)", [pending])
@@ -324,17 +334,9 @@ def _build(conn: psycopg.Connection, path: Path, generation: int) -> int:
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
-    index = tantivy.Index(schema(), path=str(path))
-    writer = _writer(index)
-    count = 0
     try:
-        for row in _documents(conn, "", []):
-            writer.add_document(_document(*row))
-            count += 1
-        writer.commit()
-        writer.wait_merging_threads()
+        count = _write(conn, tantivy.Index(schema(), path=str(path)), "", [])
     except BaseException:
-        writer.rollback()
         shutil.rmtree(path, ignore_errors=True)
         raise
     (path / VERSION_FILE).write_text(str(SCHEMA_VERSION))

@@ -4,41 +4,21 @@ scoring it replaced, postings kept in step with passages, rebuilt only when need
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
 
 import psycopg
 import pytest
 
-from memory_pipeline.bench.search import bm25_exhaustive
 from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
-from memory_pipeline.embedding.minilm import get_minilm
-from memory_pipeline.embedding.passages import sync_passages
+from memory_pipeline_tests.support.bm25 import bm25, cut_passages, reference
 from memory_pipeline_tests.support.memories import add_memory
 from serving import rerank_weights as W
-from serving.models import SearchFilters
-from serving.search import bm25_channel
 
 
 @pytest.fixture
 def reader(reader_url: str) -> Iterator[psycopg.Connection]:
     with connect(reader_url, autocommit=True) as conn:
         yield conn
-
-
-def cut_passages(conn: psycopg.Connection) -> None:
-    """What the embedding asset does for full text (passages and their tsvectors)."""
-    sync_passages(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
-
-
-def bm25(reader: psycopg.Connection, query: str, **filters: object) -> list[str]:
-    with reader.transaction():
-        return bm25_channel(reader, query, SearchFilters(**filters)).memories  # type: ignore[arg-type]
-
-
-def reference(reader: psycopg.Connection, query: str, **filters: object) -> list[str]:
-    with reader.transaction():
-        return bm25_exhaustive(reader, query, SearchFilters(**filters)).memories  # type: ignore[arg-type]
 
 
 def postings(conn: psycopg.Connection, memory_id: str) -> int:

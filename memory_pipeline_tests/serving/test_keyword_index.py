@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -16,19 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_pipeline import tuning
-from memory_pipeline.bench.search import bm25_exhaustive
 from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding import keyword_index as K
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
-from memory_pipeline.embedding.minilm import get_minilm
-from memory_pipeline.embedding.passages import sync_passages
 from memory_pipeline.forget.run import forget
 from memory_pipeline.forget.select import Selector
+from memory_pipeline_tests.support.bm25 import bm25, cut_passages, reference
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from serving import keyword_index
 from serving import rerank_weights as W
-from serving.models import SearchFilters
-from serving.search import bm25_channel
 
 
 @pytest.fixture
@@ -36,11 +32,6 @@ def home(tmp_path: Path) -> Iterator[Path]:
     keyword_index.use_home(tmp_path)
     yield tmp_path
     keyword_index.use_home(None)
-
-
-def cut(conn: psycopg.Connection) -> None:
-    """What the embedding asset does for full text (passages and their tsvectors)."""
-    sync_passages(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
 
 
 def refresh(conn: psycopg.Connection, home: Path) -> K.KeywordIndexReport:
@@ -53,16 +44,6 @@ def on_index(reader: psycopg.Connection, query: str = "anything") -> bool:
         return keyword_index.open_view(reader, query) is not None
 
 
-def bm25(reader: psycopg.Connection, query: str, **filters: object) -> list[str]:
-    with reader.transaction():
-        return bm25_channel(reader, query, SearchFilters(**filters)).memories  # type: ignore[arg-type]
-
-
-def reference(reader: psycopg.Connection, query: str, **filters: object) -> list[str]:
-    with reader.transaction():
-        return bm25_exhaustive(reader, query, SearchFilters(**filters)).memories  # type: ignore[arg-type]
-
-
 def test_tantivys_bm25_constants_are_ours() -> None:
     """tantivy's BM25 has k1 1.2 and b 0.75 built in; ours live in rerank_weights. If they
     ever differ the index must not be used (open_view checks the same pair)."""
@@ -72,7 +53,7 @@ def test_tantivys_bm25_constants_are_ours() -> None:
 
 def test_index_is_not_used_when_the_bm25_constants_differ(conn, reader, home, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     add_memory(conn, "Vacuum", "Vacuum the events table.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     assert on_index(reader)
     monkeypatch.setattr(W, "BM25_K1", 1.5)
@@ -86,7 +67,7 @@ def test_ranking_equals_the_postgresql_channel(conn, reader, home) -> None:  # t
     one = add_memory(conn, "Notes two", "We ran vacuum once on the events table last week.")
     rare = add_memory(conn, "Kubelet", "The kubelet restarted after the events table filled.")
     add_memory(conn, "Garden", "Tomatoes need sun.")
-    cut(conn)
+    cut_passages(conn)
     report = refresh(conn, home)
     assert report.rebuilt and report.documents == 5
     assert on_index(reader, "vacuum")
@@ -114,7 +95,7 @@ def test_filters_apply_on_the_index_path(conn, reader, home, monkeypatch) -> Non
         created_at=NOW - timedelta(days=3),
     )
     superseded = add_memory(conn, "Deploy old", "Deploy deploy by hand.", status="superseded")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     assert on_index(reader, "deploy")
     assert bm25(reader, "deploy", types=["decision"]) == [decision]
@@ -137,7 +118,7 @@ def test_a_memory_whose_filtered_attributes_change_leaves_the_index_until_refres
     conn, reader, home
 ) -> None:  # type: ignore[no-untyped-def]
     memory = add_memory(conn, "Canary", "We deploy through a canary.", project="atlas")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     conn.execute("UPDATE memories SET project = 'borealis' WHERE id = %s", [memory])
     assert not on_index(reader)  # its passage was renumbered: pending
@@ -153,13 +134,13 @@ def test_a_memory_whose_filtered_attributes_change_leaves_the_index_until_refres
 
 def test_missing_or_behind_index_falls_back_to_postgresql(conn, reader, home) -> None:  # type: ignore[no-untyped-def]
     first = add_memory(conn, "Backups", "Nightly pg_dump of the quartzfield database.")
-    cut(conn)
+    cut_passages(conn)
     assert not on_index(reader)  # never built
     assert bm25(reader, "quartzfield") == [first]
     refresh(conn, home)
     assert on_index(reader)
     later = add_memory(conn, "Restore", "Restore drill for quartzfield every month.")
-    cut(conn)  # committed, not yet indexed: found through PostgreSQL
+    cut_passages(conn)  # committed, not yet indexed: found through PostgreSQL
     assert not on_index(reader)
     assert set(bm25(reader, "quartzfield")) == {first, later}
     refresh(conn, home)
@@ -171,13 +152,13 @@ def test_incremental_refresh_adds_changes_and_removes(conn, reader, home) -> Non
     kept = add_memory(conn, "Backups", "Nightly pg_dump encrypted with AES-GCM.")
     changed = add_memory(conn, "Plan", "The quartzfield migration happens on Monday.")
     gone = add_memory(conn, "Secret", "The amberwolf project is cancelled.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     conn.execute(
         "UPDATE memories SET content = 'The obsidianlake migration.' WHERE id = %s", [changed]
     )
     conn.execute("DELETE FROM memories WHERE id = %s", [gone])
-    cut(conn)
+    cut_passages(conn)
     report = refresh(conn, home)
     assert not report.rebuilt and report.added == 1 and report.removed == 2
     assert report.documents == 2
@@ -195,7 +176,7 @@ def test_incremental_refresh_adds_changes_and_removes(conn, reader, home) -> Non
 
 def test_an_index_of_another_database_is_not_used(conn, reader, home) -> None:  # type: ignore[no-untyped-def]
     add_memory(conn, "Backups", "Nightly pg_dump of the quartzfield database.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     assert on_index(reader)
     conn.execute("UPDATE search_index_identity SET token = gen_random_uuid()")
@@ -210,13 +191,13 @@ def test_a_database_restored_over_its_index_gets_a_rebuilt_index(conn, reader, h
     the index on disk is newer, with the same document count. It must be rebuilt, not patched
     (patching would serve the newer words for the older passage)."""
     mid = add_memory(conn, "Backups", "Nightly pg_dump of the quartzfield database.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     (older,) = conn.execute("SELECT generation FROM search_index_identity").fetchone()  # type: ignore[misc]
     conn.execute(
         "UPDATE memories SET content = 'Hourly WAL archiving of zirconvale.' WHERE id = %s", [mid]
     )
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     assert bm25(reader, "zirconvale") == [mid]
     # The restore: the old row and the old generation, nothing pending (the trigger-free way a
@@ -238,7 +219,7 @@ def test_a_database_restored_over_its_index_gets_a_rebuilt_index(conn, reader, h
 def test_a_count_mismatch_rebuilds(conn, reader, home) -> None:  # type: ignore[no-untyped-def]
     add_memory(conn, "Backups", "Nightly pg_dump of the quartzfield database.")
     add_memory(conn, "Restore", "Restore drill every month.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     conn.execute("TRUNCATE memories CASCADE")  # no delete triggers: nothing says what went
     report = K.refresh_keyword_index(conn, home)
@@ -248,7 +229,7 @@ def test_a_count_mismatch_rebuilds(conn, reader, home) -> None:  # type: ignore[
 
 def test_two_refreshes_at_once_leave_a_valid_index(conn, db_url, reader, home) -> None:  # type: ignore[no-untyped-def]
     ids = [add_memory(conn, f"Note {i}", f"Zephyrine note number {i}.") for i in range(20)]
-    cut(conn)
+    cut_passages(conn)
     refresh_bm25_statistics(conn)
     errors: list[BaseException] = []
 
@@ -275,10 +256,10 @@ def test_an_exception_mid_refresh_leaves_the_previous_index(
     conn, reader, home, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     first = add_memory(conn, "Backups", "Nightly pg_dump of the quartzfield database.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     add_memory(conn, "Restore", "Restore drill for quartzfield every month.")
-    cut(conn)
+    cut_passages(conn)
 
     def boom(*args: object) -> object:
         raise KeyboardInterrupt
@@ -295,7 +276,7 @@ def test_an_exception_mid_refresh_leaves_the_previous_index(
         conn.execute("DELETE FROM passage_index_pending")
         assert on_index(reader) and bm25(reader, "quartzfield") == [first]
         add_memory(conn, "Restore", "Restore drill for quartzfield every month.")
-        cut(conn)
+        cut_passages(conn)
     monkeypatch.undo()
     keyword_index.use_home(home)
     assert K.refresh_keyword_index(conn, home).added == 1
@@ -306,7 +287,7 @@ def test_forget_rebuilds_so_forgotten_words_leave_the_disk(conn, reader, home, m
     monkeypatch.setenv("MEMORY_HOME", str(home))
     kept = add_memory(conn, "Backups", "Nightly pg_dump of the database.")
     gone = add_memory(conn, "Secret", "The amberwolf project is cancelled.")
-    cut(conn)
+    cut_passages(conn)
     refresh(conn, home)
     forget(conn, Selector(memory_ids=[gone]))
     assert (
@@ -343,7 +324,7 @@ def test_top_memories_match_exhaustive_bm25(conn, reader, home, docs, query) -> 
     for i, words in enumerate(docs):
         text = " ".join(w for w in dict.fromkeys(words) for _ in range(min(2, words.count(w))))
         add_memory(conn, f"t{i}", text)
-    cut(conn)
+    cut_passages(conn)
     refresh_bm25_statistics(conn)
     K.rebuild_keyword_index(conn, home)
     q = " ".join(query)
@@ -390,7 +371,7 @@ def test_a_failed_refresh_in_a_pipeline_step_is_reported_and_search_falls_back(
     keyword_index.use_home(blocked)
     try:
         mid = add_memory(conn, "Vacuum", "Vacuum the events table nightly.")
-        cut(conn)
+        cut_passages(conn)
         refresh_bm25_statistics(conn)
         logged: list[str] = []
         log = logging.getLogger("test_keyword_index")
