@@ -10,14 +10,18 @@ Excerpts are packed greedily by priority (`excerpt_priority`, weights in
 `serving/rerank_weights.py`): the fused ranks of the passage itself and of its memory, so the
 turn that matched best comes first whichever memory holds it, and a further excerpt of a memory
 already in the pack is favoured (it costs no title or provenance lines). An excerpt that does
-not fit is skipped (a smaller later one may still fit). No memory is packed twice, and neither
-is what the pack already holds: an excerpt whose text is in it, or a decision or insight whose
-turns a segment excerpt quotes (a segment excerpt packed later that quotes a distilled item's
-text word for word takes its place and its room). A question about the current state ("... now?")
-packs the latest statement of a fact before older ones that it changed (`newer_first`). The
-pack lists the memories it quoted in part and those it left
-out, and says how to read them whole (`memory_read`). Correction episodes are never packed
-(evidence, not steering).
+not fit is skipped (a smaller later one may still fit); a matched turn that does not fit is
+quoted by the one of its messages that says most of the query's words when that fits
+(`best_message`, marked cut). No memory is packed twice, and neither is what the pack already
+holds: an excerpt whose text is in it, or a decision or insight whose turns a segment excerpt
+quotes (a segment excerpt packed later that quotes a distilled item's text word for word takes
+its place and its room). A question about the current state ("... now?") packs the latest
+statement of a fact before older ones that it changed (`newer_first`: the same fact by the
+query's words both passages say, or by their vectors, since an update rarely repeats the
+question's words). Each item is marked whole or not as it is counted, so the pack never exceeds
+its budget. The pack lists the memories it quoted in part and those it left out, and says how
+to read them whole (`memory_read`). Correction episodes are never packed (evidence, not
+steering).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import psycopg
 
+from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
 from serving import rerank_weights as W
 from serving.models import (
@@ -94,7 +100,11 @@ def context(
         )
         hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
         neighbours, sizes = _neighbours_and_sizes(conn, hits)
-        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes)
+        messages = _messages(conn, [p for h in hits if h.type == "segment" for p in h.passages])
+        vectors = (
+            passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
+        )
+        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, messages, vectors)
         if record_surface and pack.items:
             record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
     return pack
@@ -135,21 +145,62 @@ def _neighbours_and_sizes(
     return out, sizes
 
 
+def _messages(conn: psycopg.Connection, passages: list[PassageMatch]) -> dict[str, list[str]]:
+    """For each matched passage that quotes a whole turn, the turn's messages as the passage
+    renders them (`Speaker: text`, semantic/store.py render_turns): the pieces a pack can quote
+    alone when the whole passage does not fit (`pack_excerpts`)."""
+    if not passages:
+        return {}
+    rows = conn.execute(
+        "SELECT p.id::text, a.prompt_speaker, a.prompt, a.outcome_speaker, a.outcome"
+        " FROM memory_passages p"
+        " CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)"
+        " JOIN agent_turns a ON a.id = u.turn_id"
+        " WHERE p.id = ANY(%s::uuid[]) ORDER BY p.id, u.n",
+        [[str(p.id) for p in passages]],
+    ).fetchall()
+    text = {str(p.id): p.text for p in passages}
+    out: dict[str, list[str]] = {}
+    for pid, prompt_speaker, prompt, outcome_speaker, outcome in rows:
+        for piece in (
+            f"{prompt_speaker or 'User'}: {prompt}",
+            f"{outcome_speaker or 'Agent'}: {outcome}" if outcome.strip() else "",
+        ):
+            if piece and piece in text[pid]:
+                out.setdefault(pid, []).append(piece)
+    return {pid: pieces for pid, pieces in out.items() if len(pieces) > 1}
+
+
+def best_message(query: str, pieces: list[str]) -> str | None:
+    """The message of a passage that says most of the query's content words (the shorter one
+    on a tie, None when it says none): what a pack quotes of a matched turn too long for the
+    room left."""
+    query_words = tokens(query)
+    scored = [(len(tokens(m) & query_words), -len(m), m) for m in pieces]
+    overlap, _, best = max(scored, default=(0, 0, ""))
+    return best if overlap else None
+
+
 def pack_excerpts(
     query: str,
     token_budget: int,
     hits: list[SearchHit],
     neighbours: dict[str, list[PassageMatch]],
     passage_counts: dict[str, int],
+    messages: dict[str, list[str]] | None = None,
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> ContextPack:
-    """The pack for ranked hits whose `passages` are their matched passages, best first."""
+    """The pack for ranked hits whose `passages` are their matched passages, best first.
+    `messages` holds, for a matched passage of several messages, those messages: when the whole
+    passage does not fit, the one that says most of the query is quoted alone (marked cut)."""
+    messages = messages or {}
     matched = [
         (i, passage, excerpt_priority(passage, i, hit.type))
         for i, hit in enumerate(hits)
         for passage in hit.passages
     ]
     if asks_current_state(query):
-        matched = newer_first(query, hits, matched)
+        matched = newer_first(query, hits, matched, vectors)
     candidates: list[_Candidate] = []
     for i, passage, base in matched:
         candidates.append(_Candidate(base, i, passage, False))
@@ -158,12 +209,17 @@ def pack_excerpts(
             candidates.append(_Candidate(base * share, i, n, True))
 
     items: dict[int, ContextItem] = {}
-    packed_ids: set[str] = set()
+    packed_ids: set[str] = set()  # passages quoted whole (or found already quoted)
+    parts: dict[str, str] = {}  # passage id -> the one message of it quoted so far
     packed_texts: list[str] = []
     represented: set[int] = set()  # hits whose matched text another memory's excerpt holds
     quoted_turns: set[tuple[str | None, int]] = set()  # (task, turn) quoted by segment excerpts
     used = 0
     skipped = False
+
+    def cost_of(trial: ContextItem, item: ContextItem | None) -> int:
+        return tokens_of(pack_item_text(trial)) - (tokens_of(pack_item_text(item)) if item else 0)
+
     for cand in _best_first(candidates, items):
         pid = str(cand.passage.id)
         if pid in packed_ids:
@@ -179,9 +235,10 @@ def pack_excerpts(
             represented.add(cand.hit_index)
             continue
         item = items.get(cand.hit_index)
-        excerpt = _excerpt(cand.passage, cand.neighbour)
-        trial = _with_excerpt(hit, item, excerpt)
-        cost = tokens_of(pack_item_text(trial)) - (tokens_of(pack_item_text(item)) if item else 0)
+        # (A neighbour that is a matched passage quoted in part so far is still a match.)
+        excerpt = _excerpt(cand.passage, cand.neighbour and pid not in parts)
+        trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
+        cost = cost_of(trial, item)
         # A distilled memory packed earlier whose every excerpt this segment excerpt quotes
         # word for word (a sentence of the turn) would be said twice: it gives its room back.
         # Text, not turn ids: a long turn is cut into several passages.
@@ -197,6 +254,22 @@ def pack_excerpts(
         )
         cost -= sum(tokens_of(pack_item_text(items[j])) for j in covered)
         if used + cost > token_budget:
+            skipped = True
+            part = None if cand.neighbour else best_message(query, messages.get(pid, []))
+            if (
+                part is not None
+                and pid not in parts
+                and not any(_normal(part) in seen for seen in packed_texts)
+            ):
+                # The whole turn does not fit: its message that says most of the query may.
+                excerpt = _excerpt(cand.passage, False, part)
+                trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
+                if used + cost_of(trial, item) <= token_budget:
+                    used += cost_of(trial, item)
+                    items[cand.hit_index] = trial
+                    packed_texts.append(_normal(part))
+                    parts[pid] = part
+                    continue
             if not items and not cand.neighbour:
                 # Nothing packed yet and the best excerpt alone is too long: quote its head.
                 trial = _cut_to_fit(hit, excerpt, token_budget)
@@ -204,15 +277,14 @@ def pack_excerpts(
                     items[cand.hit_index] = trial
                     used = tokens_of(pack_item_text(trial))
                     packed_ids.add(pid)
-            skipped = True
             continue
         used += cost
         for j in covered:
             del items[j]
             represented.add(j)
         items[cand.hit_index] = trial
-        packed_ids.add(pid)
         packed_texts.append(key)
+        packed_ids.add(pid)
         if hit.type == "segment":
             quoted_turns |= turns
 
@@ -220,10 +292,7 @@ def pack_excerpts(
     for i in sorted(items):
         item = items[i]
         item.excerpts.sort(key=lambda e: e.passage_ordinal)
-        whole = len(item.excerpts) >= passage_counts.get(str(item.memory_id), 0) and not any(
-            e.truncated for e in item.excerpts
-        )
-        ordered.append(item.model_copy(update={"truncated": not whole}))
+        ordered.append(item)
     left_out = [
         LeftOut(memory_id=h.id, kind=h.type, title=h.title)
         for i, h in enumerate(hits)
@@ -232,7 +301,7 @@ def pack_excerpts(
     return ContextPack(
         query=query,
         token_budget=token_budget,
-        # As rendered in the end (a whole memory loses its excerpt mark: never more than counted).
+        # As rendered, and as counted while packing (`_marked`): never more than the budget.
         tokens_used=sum(tokens_of(pack_item_text(item)) for item in ordered),
         truncated=skipped or bool(left_out),
         items=ordered,
@@ -295,15 +364,52 @@ def asks_current_state(query: str) -> bool:
     return bool(_CURRENT_STATE.search(query))
 
 
+def _update_candidates(hits: list[SearchHit]) -> list[str]:
+    """The ids of the PACK_UPDATE_CANDIDATES best matched passages (those `newer_first`
+    compares)."""
+    ranked = sorted(
+        (
+            (excerpt_priority(p, i, h.type), str(p.id))
+            for i, h in enumerate(hits)
+            for p in h.passages
+        ),
+        reverse=True,
+    )
+    return [pid for _, pid in ranked[: W.PACK_UPDATE_CANDIDATES]]
+
+
+def passage_vectors(conn: psycopg.Connection, passage_ids: list[str]) -> dict[str, np.ndarray]:
+    """The passages' unit vectors in the serving space (none before a space is complete)."""
+    space = serving_space(conn)
+    if space is None or not passage_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT passage_id::text, embedding::text FROM passage_embeddings"
+        " WHERE space = %s AND passage_id = ANY(%s::uuid[])",
+        [space[0], passage_ids],
+    ).fetchall()
+    out = {}
+    for pid, text in rows:
+        v = np.array(text.strip("[]").split(","), dtype=np.float32)
+        norm = float(np.linalg.norm(v))
+        if norm > 0:
+            out[pid] = v / norm
+    return out
+
+
 def newer_first(
-    query: str, hits: list[SearchHit], matched: list[tuple[int, PassageMatch, float]]
+    query: str,
+    hits: list[SearchHit],
+    matched: list[tuple[int, PassageMatch, float]],
+    vectors: dict[str, np.ndarray] | None = None,
 ) -> list[tuple[int, PassageMatch, float]]:
     """For a current-state query: a matched passage ranks at least PACK_NEWER_STEP above every
     older matched passage that states the same fact, so the latest statement is packed before
     what it replaced (the older ones keep their priority and follow as the budget allows).
 
     Two passages state the same fact when the query content words both contain are at least
-    PACK_SAME_FACT_SHARE of the query's (cue words left out), and the newer one states a
+    PACK_SAME_FACT_SHARE of the query's (cue words left out), or when their `vectors` (unit,
+    serving space) are at least PACK_SAME_FACT_COSINE close, and the newer one states a
     change only if it says so (one of PACK_CHANGE_CUES): a later mention of the same thing
     ("the wedding was lovely") is not an update. Time is the memory's (the turn it
     happened in) and, within a memory, the passage order. Only the PACK_UPDATE_CANDIDATES best
@@ -325,9 +431,17 @@ def newer_first(
             if when[older] >= when[newer]:
                 continue  # same moment: no order between them
             common = shared[newer] & shared[older]
-            if len(common) >= W.PACK_SAME_FACT_SHARE * len(query_words):
+            if len(common) >= W.PACK_SAME_FACT_SHARE * len(query_words) or _close(
+                vectors, matched[newer][1], matched[older][1]
+            ):
                 priority[newer] = max(priority[newer], priority[older] * W.PACK_NEWER_STEP)
     return [(i, p, priority.get(n, prio)) for n, (i, p, prio) in enumerate(matched)]
+
+
+def _close(vectors: dict[str, np.ndarray] | None, a: PassageMatch, b: PassageMatch) -> bool:
+    """Whether two passages say nearly the same thing by their vectors (PACK_SAME_FACT_COSINE)."""
+    va, vb = (vectors or {}).get(str(a.id)), (vectors or {}).get(str(b.id))
+    return va is not None and vb is not None and float(va @ vb) >= W.PACK_SAME_FACT_COSINE
 
 
 def _normal(text: str) -> str:
@@ -347,6 +461,15 @@ def _excerpt(p: PassageMatch, neighbour: bool, text: str | None = None) -> Excer
     )
 
 
+def _marked(item: ContextItem, passage_counts: dict[str, int]) -> ContextItem:
+    """The item marked whole when it quotes every passage of its memory in full, so that it is
+    counted as it will be rendered."""
+    whole = len({e.passage_id for e in item.excerpts}) >= passage_counts.get(
+        str(item.memory_id), 0
+    ) and not any(e.truncated for e in item.excerpts)
+    return item.model_copy(update={"truncated": not whole})
+
+
 def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) -> ContextItem:
     if item is None:
         return ContextItem(
@@ -361,7 +484,9 @@ def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) ->
             provenance=hit.provenance,
             flags=hit.flags,
         )
-    return item.model_copy(update={"excerpts": [*item.excerpts, excerpt]})
+    # The whole passage takes the place of the one message of it quoted so far.
+    kept = [e for e in item.excerpts if e.passage_id != excerpt.passage_id]
+    return item.model_copy(update={"excerpts": [*kept, excerpt]})
 
 
 def _cut_to_fit(hit: SearchHit, excerpt: Excerpt, budget: int) -> ContextItem | None:

@@ -8,6 +8,7 @@ characters and always shown inside <memory ...> ... </memory> delimiters with it
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from datetime import UTC, datetime
@@ -36,7 +37,10 @@ _DELIMITER = re.compile(r"</?\s*(?:memory|turn)\b", re.I)
 M = TypeVar("M", bound=BaseModel)
 
 
+@functools.lru_cache(maxsize=4096)
 def clean(text: str) -> str:
+    """The text without control and invisible format characters, unable to open or close a
+    delimiter. Cached: a context pack renders each excerpt many times while it packs."""
     text = _UNSAFE.sub("", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
     # A memory must not be able to close its own delimiter.
@@ -131,21 +135,30 @@ def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
     return "\n\n".join(blocks) if blocks else "No memories matched."
 
 
+# The kind a pack item's header leaves unsaid (ContextPack.note says so).
+PACK_DEFAULT_KIND = "segment"
+
+
 def pack_item_text(item: ContextItem) -> str:
     """One memory of a context pack as the agent reads it (and as its tokens are counted):
     one header line (id, kind, date, the tasks it came from, title), each excerpt after the
     mark of the turns it quotes, and the closing tag."""
     # Compact on purpose: every character counts against the budget, and a pack of short
-    # messages holds many items. One header line: id, kind, date, the tasks it came from
-    # (source:native id), a short title, `part` for excerpts. The score, timestamps, turns and
-    # native message ids are in the structured output.
+    # messages holds many items. One header line: id, date, the tasks it came from
+    # (source:native id), a short title; the kind only when it is not a segment (most items
+    # are), and `whole` for a memory quoted whole (most items are excerpts; the pack's note
+    # says both). The score, timestamps, turns and native message ids are in the structured
+    # output.
     created = item.created_at.date().isoformat()
     tasks = " ".join(dict.fromkeys(f"{p.source}:{p.native_task_id}" for p in item.provenance))
-    head = f'<memory id="{item.memory_id}" kind="{attr(item.kind)}" date="{created}"'
+    head = f'<memory id="{item.memory_id}"'
+    if item.kind != PACK_DEFAULT_KIND:
+        head += f' kind="{attr(item.kind)}"'
+    head += f' date="{created}"'
     head += f' from="{attr(tasks)}"' if tasks else ' from="none"'
     if not _quoted(item):  # a segment's title is its first prompt: no need to say it twice
         head += f' title="{attr(_short(item.title, W.PACK_TITLE_CHARS))}"'
-    lines = [head + (' part="1">' if item.truncated else ">")]
+    lines = [head + (">" if item.truncated else ' whole="1">')]
     lines += [clean(f"flag: {f}") for f in item.flags]  # relationship warnings, at most two
     for e in item.excerpts:
         lines.append(f"{excerpt_label(e.turns, e.neighbour, e.truncated)} {clean(e.text)}")

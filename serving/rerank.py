@@ -113,13 +113,18 @@ def terms(
     context_tokens: frozenset[str],
     project_context: str | None,
     now: datetime,
+    text_overlap: float | None = None,
 ) -> dict[str, float]:
     """Each rerank term of one candidate, unrounded; the score is their sum. Search ranks ~190
-    candidates and reports a dozen, so it rounds only those (`rounded`)."""
-    text_tokens = tokens(f"{c.title} {c.content}")
+    candidates and reports a dozen, so it rounds only those (`rounded`).
+
+    `text_overlap` stands in for the share of query tokens in the whole text (1.0 gives an
+    upper bound of the score without tokenizing the content: `top_results`)."""
+    if text_overlap is None:
+        text_overlap = overlap(query_tokens, tokens(f"{c.title} {c.content}"))
     parts = {
         "rrf": W.W_RRF * rrf_normalized(c.rrf),
-        "token_overlap": W.W_TOKEN_OVERLAP * overlap(query_tokens, text_tokens),
+        "token_overlap": W.W_TOKEN_OVERLAP * text_overlap,
         "title_overlap": W.W_TITLE_OVERLAP * overlap(query_tokens, tokens(c.title)),
         "context_overlap": W.W_CONTEXT_OVERLAP
         * overlap(context_tokens, tokens(c.encoding_context or "")),
@@ -190,3 +195,61 @@ def diversify(
             counts[chosen.task_id] = counts.get(chosen.task_id, 0) + 1
         out.append(chosen)
     return out
+
+
+def top_results(
+    candidates: list[Candidate],
+    query_tokens: frozenset[str],
+    context_tokens: frozenset[str],
+    project_context: str | None,
+    now: datetime,
+    limit: int,
+    batch: int = W.RERANK_BATCH,
+) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
+    """The best `limit` candidates after the rerank, dedup and diversity, and the terms of each
+    candidate it scored: exactly what scoring every candidate would give.
+
+    Tokenizing each candidate's whole text was most of the rerank's time. The overlap with it
+    is at most 1, so every other term gives each candidate an upper bound of its score;
+    candidates are scored in order of their bounds, in batches, until the `limit`-th result
+    (with its diversity penalty) scores above every bound left. The greedy diversity choice
+    never gives a result more than the one before it, so no candidate left unscored could
+    have been chosen among the first `limit`, nor changed a choice before them.
+    """
+    bounds = {
+        c.id: sum(terms(c, query_tokens, context_tokens, project_context, now, 1.0).values())
+        for c in candidates
+    }
+    order = sorted(candidates, key=lambda c: (-bounds[c.id], -c.rrf, c.id))
+    scored: dict[str, dict[str, float]] = {}
+    totals: dict[str, float] = {}
+    done = 0
+    while True:
+        step = batch if done else limit + batch
+        for c in order[done : done + step]:
+            scored[c.id] = terms(c, query_tokens, context_tokens, project_context, now)
+            totals[c.id] = sum(scored[c.id].values())
+        done = min(len(order), done + step)
+        pool = sorted(order[:done], key=lambda c: (-totals[c.id], -c.rrf, c.id))
+        chosen = diversify(dedup_exact(pool), totals)[:limit]
+        if done == len(order):
+            return chosen, scored
+        # Margin: the bound adds the terms in another order than the score does.
+        if len(chosen) == limit and bounds[order[done].id] + 1e-9 < _last_effective(chosen, totals):
+            return chosen, scored
+
+
+def _last_effective(
+    chosen: list[Candidate],
+    scores: dict[str, float],
+    per_task: int = W.MAX_RESULTS_PER_TASK,
+    penalty: float = W.DIVERSITY_PENALTY,
+) -> float:
+    """The lowest score after its diversity penalty at which a result of `chosen` was taken."""
+    counts: dict[str | None, int] = {}
+    lowest = math.inf
+    for c in chosen:
+        extra = counts.get(c.task_id, 0) - (per_task - 1) if c.task_id else 0
+        lowest = min(lowest, scores[c.id] - penalty * max(0, extra))
+        counts[c.task_id] = counts.get(c.task_id, 0) + 1
+    return lowest

@@ -92,6 +92,10 @@ LENGTH_LONG_HALF_WORDS = 2000  # length at which a long text's score has halved
 # each further one from that task loses DIVERSITY_PENALTY per result already taken beyond them
 # (demoted, never dropped).
 MAX_RESULTS_PER_TASK = 2
+# The rerank scores candidates in batches of this many (best upper bound first) until no
+# candidate left could enter the results (`rerank.top_results`); smaller batches score fewer
+# candidates but run dedup and diversity more often.
+RERANK_BATCH = 20
 DIVERSITY_PENALTY = 0.05
 # Temporal context: the top result's neighbours within this window are appended, marked.
 TEMPORAL_WINDOW_HOURS = 24
@@ -155,6 +159,11 @@ PACK_CHANGE_CUES = (
 )
 PACK_NEWER_STEP = 1.02
 PACK_SAME_FACT_SHARE = 0.5
+# ... or their passage vectors (serving space) are at least this close: an update rarely repeats
+# the question's words ("we replaced Celery with procrastinate"). 0.6: the cosine at which the
+# relationships stage links memories (tuning.RELATED_MIN_SIMILARITY) and MiniLM scores clearly
+# same-topic turns (tuning.SEGMENT_VEC_COSINE_CEIL, 0.62).
+PACK_SAME_FACT_COSINE = 0.6
 PACK_UPDATE_CANDIDATES = 60
 # A packed memory's title line is cut to this many characters (the excerpts carry the text).
 PACK_TITLE_CHARS = 60

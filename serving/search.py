@@ -42,7 +42,7 @@ from serving.models import (
     SearchResponse,
     TurnRef,
 )
-from serving.rerank import Candidate, dedup_exact, diversify, rounded, rrf_scores, terms
+from serving.rerank import Candidate, rounded, rrf_scores, terms, top_results
 from serving.text import tokens
 
 # Ids come back as text: building and printing ~1,000 uuid.UUID objects per search cost
@@ -91,10 +91,37 @@ REVERSED_SQL = (
 )
 
 
-def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
-    """WHERE conditions on `m` (memories) for the hard filters."""
-    conds: list[sql.Composable] = [sql.SQL("m.status = ANY(%s)")]
-    params: list[Any] = [list(filters.statuses)]
+# The memory columns each passage vector carries (sql/023), so the vector channel filters
+# in the index scan itself.
+_ON_VECTORS = {
+    "type": "memory_type",
+    "source_type": "memory_source_type",
+    "project": "memory_project",
+    "created_at": "memory_created_at",
+}
+
+
+@dataclass(frozen=True)
+class _Condition:
+    sql: sql.Composable
+    params: list[Any]
+    on_vectors: bool  # on `e` (passage_embeddings), else on `m` (memories)
+
+
+def _conditions(filters: SearchFilters, *, on_vectors: bool = False) -> list[_Condition]:
+    """The hard filters as conditions on `m` (memories); with `on_vectors`, those on type,
+    source, project and time are on the columns `e` (passage_embeddings) carries."""
+
+    def on(column: str, template: str, value: Any) -> _Condition:
+        if on_vectors and column in _ON_VECTORS:
+            name: sql.Composable = sql.SQL("e.{}").format(sql.Identifier(_ON_VECTORS[column]))
+        else:
+            name = sql.SQL("m.{}").format(sql.Identifier(column))
+        return _Condition(
+            sql.SQL(template).format(name), [value], on_vectors and column in _ON_VECTORS
+        )
+
+    conds = [on("status", "{} = ANY(%s)", list(filters.statuses))]
     for column, values in (
         ("type", filters.types),
         ("mem_class", filters.mem_classes),
@@ -102,24 +129,32 @@ def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
         ("source_type", filters.sources),
     ):
         if values:
-            conds.append(sql.SQL("m.{} = ANY(%s)").format(sql.Identifier(column)))
-            params.append(list(values))
+            conds.append(on(column, "{} = ANY(%s)", list(values)))
     if filters.tags:
-        conds.append(sql.SQL("m.tags && %s"))
-        params.append(list(filters.tags))
+        conds.append(on("tags", "{} && %s", list(filters.tags)))
     if filters.since:
-        conds.append(sql.SQL("m.created_at >= %s"))
-        params.append(filters.since)
+        conds.append(on("created_at", "{} >= %s", filters.since))
     if filters.until:
-        conds.append(sql.SQL("m.created_at < %s"))
-        params.append(filters.until)
-    if not filters.include_private:
-        conds.append(sql.SQL("NOT m.private"))
-    if not filters.include_duplicates:
-        conds.append(sql.SQL("m.duplicate_of IS NULL"))
-    if filters.exclude_reversed:
-        conds.append(sql.SQL(REVERSED_SQL))
-    return sql.SQL(" AND ").join(conds), params
+        conds.append(on("created_at", "{} < %s", filters.until))
+    for flag, condition in (
+        (not filters.include_private, "NOT m.private"),
+        (not filters.include_duplicates, "m.duplicate_of IS NULL"),
+        (filters.exclude_reversed, REVERSED_SQL),
+    ):
+        if flag:
+            conds.append(_Condition(sql.SQL(condition), [], False))
+    return conds
+
+
+def _joined(conds: list[_Condition]) -> tuple[sql.Composable, list[Any]]:
+    if not conds:
+        return sql.SQL("true"), []
+    return sql.SQL(" AND ").join(c.sql for c in conds), [p for c in conds for p in c.params]
+
+
+def filter_sql(filters: SearchFilters) -> tuple[sql.Composable, list[Any]]:
+    """WHERE conditions on `m` (memories) for the hard filters."""
+    return _joined(_conditions(filters))
 
 
 @dataclass(frozen=True)
@@ -454,48 +489,118 @@ def vector_channel(
     filters: SearchFilters,
     filtered: int | None = -1,
 ) -> ChannelResult:
-    """Cosine over the serving space's partial HNSW index of passage vectors, and only that
-    space: the nearest PASSAGE_CANDIDATES_PER_CHANNEL passages, a memory at its nearest one.
-
-    The space and width are inlined as literals so the planner can match the partial index
-    (`WHERE space = '...'`); iterative scans keep filtered queries from running short.
-    Under a narrowing filter that few memories pass (`filtered`, as for bm25_channel), the cosine
-    of each of their passages is computed instead (OFFSET 0 keeps the HNSW index out), which
-    is exact and cheaper than an iterative scan that skips most of the graph.
-    """
-    if filtered == -1:
-        filtered = filtered_memories(conn, filters)
-    where, params = filter_sql(filters)
-    cast = sql.SQL("vector({})").format(sql.Literal(dims))
-    if _exact(filtered):
-        statement = sql.SQL(
-            "SELECT passage_id::text, memory_id::text, d FROM ("
-            " SELECT e.passage_id, p.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
-            " FROM (SELECT m.id FROM memories m WHERE {where}) f"
-            " JOIN memory_passages p ON p.memory_id = f.id"
-            " JOIN passage_embeddings e ON e.passage_id = p.id AND e.space = {space}"
-            " OFFSET 0) x ORDER BY d LIMIT %s"
-        )
-    else:
-        conn.execute(  # both settings in one round trip
-            "SELECT set_config('hnsw.ef_search', %s, true),"
-            " set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-            [str(int(W.HNSW_EF_SEARCH))],
-        )
-        statement = sql.SQL(
-            "SELECT e.passage_id::text, p.memory_id::text,"
-            " e.embedding::{cast} <=> %s::{cast} AS d FROM passage_embeddings e"
-            " JOIN memory_passages p ON p.id = e.passage_id JOIN memories m ON m.id = p.memory_id"
-            " WHERE e.space = {space} AND {where}"
-            " ORDER BY d LIMIT %s"
-        )
-    rows = conn.execute(
-        statement.format(space=sql.Literal(space), where=where, cast=cast),
-        [vector, *params, W.PASSAGE_CANDIDATES_PER_CHANNEL],
-    ).fetchall()
+    """Cosine over the serving space's HNSW indexes of passage vectors, and only that space:
+    the nearest PASSAGE_CANDIDATES_PER_CHANNEL passages, a memory at its nearest one
+    (`vector_statement` says which walk)."""
+    statement, params = vector_statement(conn, space, dims, vector, filters, filtered)
+    rows = conn.execute(statement, params).fetchall()
     # Iterative scans in relaxed order may return a few rows out of order: sort them back.
     rows.sort(key=lambda r: (r[2], str(r[0])))
     return ChannelResult.of([(r[0], r[1]) for r in rows])
+
+
+def vector_statement(
+    conn: psycopg.Connection,
+    space: str,
+    dims: int,
+    vector: np.ndarray,
+    filters: SearchFilters,
+    filtered: int | None = -1,
+) -> tuple[sql.Composed, list[Any]]:
+    """The vector channel's statement for this filter, with the transaction's scan settings
+    applied (the benchmark and the tests EXPLAIN it).
+
+    The space and width are inlined as literals so the planner can match the partial indexes
+    (`WHERE space = '...'`); iterative scans keep filtered queries from running short. The
+    filter's type, source, project and time conditions apply to the columns each vector carries
+    (sql/023), so a passage that fails them costs no join. Which walk, in order:
+    - a filter on just one type or source with its own partial index (VECTOR_PARTIAL_INDEXES):
+      that index, a graph of only its passages;
+    - a narrowing filter that few memories pass (`filtered`, as for bm25_channel): the cosine
+      of each of their passages, exact (no HNSW index);
+    - otherwise the space's whole index, skipping what the filter rejects.
+    """
+    if filtered == -1:
+        filtered = filtered_memories(conn, filters)
+    partial = _partial_index(filters)
+    if partial and (partial[2] or not _exact(filtered)):
+        # The partial index's predicate as a literal (so the planner matches the index) stands
+        # for the filter's condition on that column: both would square its selectivity in
+        # the planner's estimate and make it sort a btree scan's rows instead.
+        filters = filters.model_copy(update={_FILTER_OF[partial[0]]: None})
+    else:
+        partial = None
+    conds = _conditions(filters, on_vectors=True)
+    on_e, e_params = _joined([c for c in conds if c.on_vectors])
+    on_m, m_params = _joined([c for c in conds if not c.on_vectors])
+    exact = partial is None and _exact(filtered)
+    # One round trip for the settings; no parallel workers: starting them costs more than
+    # these statements take, and the other core serves other searches.
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true),"
+        " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('max_parallel_workers_per_gather', '0', true)",
+        [str(int(W.HNSW_EF_SEARCH))],
+    )
+    if exact and any(c.on_vectors for c in conds):
+        # The vectors the filter's own columns select, sorted by cosine (OFFSET 0 keeps the
+        # HNSW index from supplying that order); each memory row is read only until enough
+        # pass the rest of the filter (a nested loop over the sorted rows).
+        statement = sql.SQL(
+            "SELECT x.passage_id::text, x.memory_id::text, x.d FROM (SELECT * FROM ("
+            " SELECT e.passage_id, e.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
+            " FROM passage_embeddings e WHERE e.space = {space} AND {on_e} OFFSET 0"
+            ") y ORDER BY d) x WHERE EXISTS ("
+            " SELECT 1 FROM memories m WHERE m.id = x.memory_id AND {on_m}"
+            ") ORDER BY x.d LIMIT %s"
+        )
+    elif exact:
+        # Only memory columns narrow (tags, class): from those memories to their vectors.
+        statement = sql.SQL(
+            "SELECT passage_id::text, memory_id::text, d FROM ("
+            " SELECT e.passage_id, e.memory_id, e.embedding::{cast} <=> %s::{cast} AS d"
+            " FROM memories m JOIN passage_embeddings e ON e.memory_id = m.id"
+            " WHERE e.space = {space} AND {on_e} AND {on_m} OFFSET 0"
+            ") x ORDER BY d LIMIT %s"
+        )
+    else:
+        statement = sql.SQL(
+            "SELECT e.passage_id::text, e.memory_id::text,"
+            " e.embedding::{cast} <=> %s::{cast} AS d"
+            " FROM passage_embeddings e JOIN memories m ON m.id = e.memory_id"
+            " WHERE e.space = {space} AND {only}{on_e} AND {on_m} ORDER BY d LIMIT %s"
+        )
+    # A partial index's own predicate, as literals, so the planner matches it.
+    only = (
+        sql.SQL("e.{} = {} AND ").format(sql.Identifier(partial[0]), sql.Literal(partial[1]))
+        if partial
+        else sql.SQL("")
+    )
+    return (
+        statement.format(
+            space=sql.Literal(space),
+            only=only,
+            on_e=on_e,
+            on_m=on_m,
+            cast=sql.SQL("vector({})").format(sql.Literal(dims)),
+        ),
+        [vector, *e_params, *m_params, W.PASSAGE_CANDIDATES_PER_CHANNEL],
+    )
+
+
+_FILTER_OF = {"memory_type": "types", "memory_source_type": "sources"}
+
+
+def _partial_index(filters: SearchFilters) -> tuple[str, str, bool] | None:
+    """(column, value, alone) of the partial HNSW index that can serve this filter, if any:
+    the filter names exactly one type (or else one source) that has its own index; `alone`
+    when nothing else narrows the filter."""
+    for column, field in _FILTER_OF.items():
+        values = getattr(filters, field)
+        if values and len(values) == 1 and values[0] in tuning.VECTOR_PARTIAL_INDEXES[column]:
+            others = filters.model_copy(update={field: None})
+            return column, values[0], not _narrowing(others)
+    return None
 
 
 def _candidates(conn: psycopg.Connection, fused: dict[str, float]) -> dict[str, _Row]:
@@ -725,21 +830,22 @@ def search(
         vec_rank = {mid: i for i, mid in enumerate(vec, start=1)}
         q_tokens = tokens(query)
         c_tokens = tokens(context) if context else q_tokens
-        scored: dict[str, tuple[float, dict[str, float]]] = {}  # unrounded terms
-        pool = []
-        for mid, row in rows.items():
-            cand = row.candidate
-            parts = terms(cand, q_tokens, c_tokens, project_context, now)
-            scored[mid] = (sum(parts.values()), parts)
-            pool.append(cand)
-        # Deterministic order: score, then RRF, then id, so equal states give equal rankings.
-        pool.sort(key=lambda c: (-scored[c.id][0], -c.rrf, c.id))
-        ranked = diversify(dedup_exact(pool), {m: v[0] for m, v in scored.items()})[:limit]
+        ranked, parts_of = top_results(
+            [row.candidate for row in rows.values()],
+            q_tokens,
+            c_tokens,
+            project_context,
+            now,
+            limit,
+        )
 
         extra: list[Candidate] = []
         if temporal_context and ranked:
             extra_rows = _temporal_neighbours(conn, ranked[0], {c.id for c in ranked}, filters)
             extra = [row.candidate for row in extra_rows.values()]
+            for mid in extra_rows.keys() & rows.keys() - parts_of.keys():
+                # A fused candidate the rerank did not need to score reports its terms.
+                parts_of[mid] = terms(rows[mid].candidate, q_tokens, c_tokens, project_context, now)
             rows.update(extra_rows)
         chains = provenance(conn, [c.id for c in ranked + extra])
         matched = matched_passages(
@@ -755,7 +861,8 @@ def search(
         extra_ids = {c.id for c in extra}
         for cand in ranked + extra:
             is_extra = cand.id in extra_ids
-            total, parts = scored.get(cand.id, (0.0, {}))
+            parts = parts_of.get(cand.id, {})
+            total = sum(parts.values())
             row = rows[cand.id]
             hits.append(
                 SearchHit(

@@ -307,6 +307,14 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
                 ).fetchall()
             progress(f"EXPLAIN ANALYZE of the BM25 channel for {q.text!r} ({q.kind}):")
             progress("\n".join(r[0] for r in plan))
+        for q in [q for q in queries if q.filters.types][:1]:
+            with conn.transaction():
+                statement, params = S.vector_statement(conn, SPACE, 384, vectors[q.text], q.filters)
+                plan = conn.execute(
+                    sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params
+                ).fetchall()
+            progress(f"EXPLAIN ANALYZE of the vector channel, filter {q.filters.types}:")
+            progress("\n".join(re.sub(r"'\[[^]]*\]'", "'[...]'", r[0]) for r in plan))
         n_ref = min(REFERENCE_QUERIES, len(queries))
         progress(f"exhaustive BM25 (the channel before sql/021) on {n_ref} queries")
         for q in queries[:n_ref]:

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -17,10 +18,17 @@ from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from memory_pipeline_tests.support.segments import add_segment
 from serving import rerank_weights as W
-from serving.context_pack import asks_current_state, context, pack_excerpts, tokens_of
+from serving.context_pack import (
+    _messages,
+    asks_current_state,
+    context,
+    pack_excerpts,
+    passage_vectors,
+    tokens_of,
+)
 from serving.models import PassageMatch, PassageTurn, Provenance, SearchHit, TurnRef
 from serving.render import pack_item_text, pack_text
-from serving.search import QueryEmbedder
+from serving.search import QueryEmbedder, passage_details
 
 HEAD = ("Which tomatoes should I plant on the balcony this year?", "Cherry tomatoes in big pots.")
 TURNS = [
@@ -85,7 +93,7 @@ def packed_text(pack) -> str:  # type: ignore[no-untyped-def]
 def test_a_pack_quotes_the_matching_turn_not_the_head_of_the_segment(
     corpus, reader, embedder
 ) -> None:  # type: ignore[no-untyped-def]
-    small = context(reader, QUERY, 250, embedder=embedder)
+    small = context(reader, QUERY, 150, embedder=embedder)
     seg = next(i for i in small.items if str(i.memory_id) == corpus["segment"])
     ordinals = [t.ordinal for e in seg.excerpts for t in e.turns]
     assert 4 in ordinals and 0 not in ordinals
@@ -315,12 +323,12 @@ def test_an_item_is_one_header_line_its_excerpts_and_the_closing_tag() -> None:
     (item,) = pack.items
     lines = pack_item_text(item).split("\n")
     head = lines[0]
-    # Everything the agent needs to place and re-read the memory, on one line.
-    assert head.startswith(f'<memory id="{seg.id}" kind="segment" date="{NOW.date()}"')
-    assert 'from="chat_import:chat-lab-s03"' in head and head.endswith(' part="1">')
-    fixed = len(
-        '<memory id="" kind="segment" date="2026-11-30" from="chat_import:" title="" part="1">'
-    )
+    # Everything the agent needs to place and re-read the memory, on one line; a segment's
+    # kind and an excerpt's "part" are what a pack item is unless it says otherwise.
+    assert head.startswith(f'<memory id="{seg.id}" date="{NOW.date()}"')
+    assert 'from="chat_import:chat-lab-s03"' in head and head.endswith('">')
+    assert "kind=" not in head and "whole=" not in head and "part=" not in head
+    fixed = len('<memory id="" date="2026-11-30" from="chat_import:" title="">')
     assert len(head) <= fixed + len(str(seg.id)) + len("chat-lab-s03") + W.PACK_TITLE_CHARS
     assert f'title="{seg.title[: W.PACK_TITLE_CHARS - 1].rstrip()}…"' in head  # cut short
     # Each excerpt is marked with the turns it quotes; nothing else but the closing tag.
@@ -377,3 +385,93 @@ def test_the_left_out_list_names_ids_only() -> None:
     assert all(str(o.memory_id) in tail for o in pack.left_out)
     assert "topic" not in tail and len(tail) <= 60 + 37 * len(pack.left_out)
     assert [o.title for o in pack.left_out] == [h.title for h in hits[1:]]  # kept in the JSON
+
+
+def test_a_whole_memory_says_so_and_is_counted_as_rendered() -> None:
+    """Other kinds than segments are named; a memory quoted whole is marked whole="1", and
+    the mark is counted while packing: the pack never exceeds its budget for it."""
+    seg = hit("segment", "Chat", ["Mara: where do backups go?\nJonas: to kestrel", "Mara: ok"])
+    counts = {str(seg.id): 2}
+    full = pack_excerpts("q", 10_000, [seg], {}, counts)
+    (item,) = full.items
+    assert not item.truncated and pack_item_text(item).split("\n")[0].endswith(' whole="1">')
+    exact = pack_excerpts("q", full.tokens_used, [seg], {}, counts)
+    assert not exact.items[0].truncated and exact.tokens_used == full.tokens_used
+    tight = pack_excerpts("q", full.tokens_used - 1, [seg], {}, counts)
+    assert tight.items[0].truncated and tight.tokens_used <= full.tokens_used - 1
+    dec = hit("decision", "Backups", ["Backups go to kestrel."])
+    head = pack_item_text(_item_of(dec)).split("\n")[0]
+    assert ' kind="decision" ' in head and head.endswith(' whole="1">')
+
+
+def test_a_turn_too_long_for_the_room_left_is_quoted_by_the_message_that_says_the_query() -> None:
+    """When a matched turn does not fit whole, its message with most of the query's words
+    may: it is quoted alone and marked cut (memory_read has the rest)."""
+    first = hit("segment", "Chat A", ["Mara: where do the backups go?\nJonas: to kestrel"])
+    question = "Mara: " + "so about that thing we talked about last week, " * 8
+    answer = "Jonas: The offsite copy runs nightly at 02:00."
+    second = hit("segment", "Chat B", [f"{question}\n{answer}"])
+    hits, counts = [first, second], {str(first.id): 1, str(second.id): 1}
+    alone = tokens_of(pack_item_text(_item_of(first)))
+    budget = alone + tokens_of(pack_item_text(_item_of(second))) - 40  # not the whole turn
+    query = "when does the offsite copy run"
+    messages = {str(second.passages[0].id): [question, answer]}
+    pack = pack_excerpts(query, budget, hits, {}, counts, messages)
+    assert [i.memory_id for i in pack.items] == [first.id, second.id]
+    (cut,) = pack.items[1].excerpts
+    assert cut.text == answer and cut.truncated and pack.items[1].truncated
+    assert pack_item_text(pack.items[1]).split("\n")[1] == f"[t0 cut] {answer}"
+    assert pack.tokens_used <= budget
+    # Without the turn's messages the turn is skipped, as before.
+    assert [i.memory_id for i in pack_excerpts(query, budget, hits, {}, counts).items] == [first.id]
+
+
+def test_a_turn_s_messages_are_read_as_its_passage_renders_them(corpus, reader) -> None:  # type: ignore[no-untyped-def]
+    ids = [
+        r[0]
+        for r in reader.execute(
+            "SELECT id::text FROM memory_passages WHERE memory_id = %s ORDER BY ordinal",
+            [corpus["segment"]],
+        )
+    ]
+    passages = passage_details(reader, ids)
+    messages = _messages(reader, list(passages.values()))
+    for pid, p in passages.items():
+        (turn,) = p.turns
+        prompt, outcome = TURNS[turn.ordinal]
+        assert messages[pid] == [f"Mara: {prompt}", f"Jonas: {outcome}"]
+    vectors = passage_vectors(reader, ids)
+    assert set(vectors) == set(ids)
+    assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-5 for v in vectors.values())
+
+
+def test_a_newer_statement_close_in_meaning_counts_as_the_same_fact() -> None:
+    """An update rarely repeats the question's words ("we replaced it with Dramatiq"): for a
+    current-state question, a newer passage that states a change and whose vector is close
+    to an older statement's (PACK_SAME_FACT_COSINE) is packed first."""
+    old = dated(
+        "segment",
+        "Jobs",
+        ["Mara: What runs our background jobs?\nJonas: Celery workers on Redis."],
+        datetime(2026, 3, 1, tzinfo=UTC),
+    )
+    new = dated(
+        "segment",
+        "Queue",
+        ["Mara: We replaced Celery with Dramatiq last week.\nJonas: Good, fewer leaks."],
+        datetime(2026, 6, 1, tzinfo=UTC),
+    )
+    hits, counts = [old, new], {str(old.id): 1, str(new.id): 1}
+    one_item = tokens_of(pack_item_text(_item_of(old))) + 5
+    query = "What runs the background jobs now?"
+    a, b = np.zeros(8, dtype=np.float32), np.zeros(8, dtype=np.float32)
+    a[0] = b[0] = 1.0
+    b[1] = 0.5  # cosine 0.89
+    close = {str(old.passages[0].id): a, str(new.passages[0].id): b / np.linalg.norm(b)}
+    pack = pack_excerpts(query, one_item, hits, {}, counts, vectors=close)
+    assert [i.memory_id for i in pack.items] == [new.id]
+    far = dict(close)
+    far[str(new.passages[0].id)] = np.eye(8, dtype=np.float32)[1]  # cosine 0
+    for vectors in (far, None):  # not the same fact, or no vectors: the search's order
+        pack = pack_excerpts(query, one_item, hits, {}, counts, vectors=vectors)
+        assert [i.memory_id for i in pack.items] == [old.id]

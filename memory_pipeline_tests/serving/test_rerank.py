@@ -7,6 +7,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory_pipeline_tests.support.memories import NOW
 from serving import rerank_weights as W
@@ -21,6 +23,8 @@ from serving.rerank import (
     rrf_scores,
     score,
     spacing_bonus,
+    terms,
+    top_results,
 )
 from serving.text import tokens
 
@@ -137,3 +141,57 @@ def test_diversity_is_a_soft_penalty_beyond_two_per_task() -> None:
     assert [c.id for c in diversify(ranked, scores)] == ["t1a", "t1b", "t1c", "t2a", "none"]
     scores["t1c"] = 0.70 + W.DIVERSITY_PENALTY  # a tie after the penalty keeps the order
     assert [c.id for c in diversify(ranked, scores)][3:] == ["t1c", "none"]
+
+
+def _every_candidate_scored(
+    pool: list[Candidate], q: frozenset[str], ctx: frozenset[str], limit: int
+) -> list[Candidate]:
+    """The rerank as it was before top_results: every candidate scored, then dedup, diversity
+    and the limit."""
+    scores = {c.id: score(c, q, ctx, None, NOW)[0] for c in pool}
+    ordered = sorted(pool, key=lambda c: (-scores[c.id], -c.rrf, c.id))
+    return diversify(dedup_exact(ordered), scores)[:limit]
+
+
+_WORDS = ["backup", "deploy", "retry", "policy", "router", "billing", "invoice", "cache"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5),  # title
+            st.lists(st.sampled_from(_WORDS), max_size=30),  # content
+            st.integers(0, 3),  # task
+            st.floats(0, 0.033),  # rrf
+            st.integers(0, 400),  # age in days
+            st.sampled_from(["segment", "decision", "insight"]),
+        ),
+        max_size=60,
+    ),
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4),
+    st.integers(1, 12),
+    st.integers(1, 20),
+)
+def test_top_results_are_what_scoring_every_candidate_gives(rows, query, limit, batch) -> None:  # type: ignore[no-untyped-def]
+    """Scoring candidates only until none left can enter the results (upper bounds) chooses
+    exactly the results, in the order, that scoring all of them does: ties, duplicates of
+    content and the diversity penalty included."""
+    pool = [
+        replace(
+            BASE,
+            id=f"m{i:02d}",
+            title=" ".join(title),
+            content=" ".join(content),
+            task_id=f"t{task}" if task else None,
+            rrf=rrf,
+            type=type_,
+            created_at=NOW - timedelta(days=age),
+        )
+        for i, (title, content, task, rrf, age, type_) in enumerate(rows)
+    ]
+    q = tokens(" ".join(query))
+    got, parts = top_results(pool, q, q, None, NOW, limit, batch)
+    assert [c.id for c in got] == [c.id for c in _every_candidate_scored(pool, q, q, limit)]
+    for c in got:  # each result reports the terms scoring it alone gives
+        assert parts[c.id] == terms(c, q, q, None, NOW)
