@@ -185,10 +185,6 @@ def _inflate_claude(lines: list[str], copies: int):  # type: ignore[no-untyped-d
     yield from lines[at + 2 :]
 
 
-if __name__ == "__main__":
-    main()
-
-
 def large_file(path: Path, megabytes: float, sentences: list[str], seed: int = 1) -> int:
     """One conversation of about `megabytes` MB; returns its turns."""
     rng = random.Random(seed)
@@ -211,3 +207,7 @@ def large_file(path: Path, megabytes: float, sentences: list[str], seed: int = 1
                 size += len(line) + 1
             turns += 1
     return turns
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,9 @@ embedder's speed-ups (token-budget batches, BLAS threads by load) that must not 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +99,18 @@ def test_bench_backup_backs_up_and_verifies(session_home: Path, tmp_path: Path) 
     partial = sum(len(values) for values in tuning.VECTOR_PARTIAL_INDEXES.values())
     assert f"verify (restore without {2 * (2 + partial)} vector indexes, compare)" in figures
     assert figures["backup + verify"].endswith("(met)")
+
+
+def test_the_documented_capture_memory_command_generates_and_measures_a_file() -> None:
+    """`python -m memory_pipeline.bench.capture_memory --generate-mb N` (the module's and the
+    issue notes' way to measure a 500 MB transcript by hand) writes the file and measures it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "memory_pipeline.bench.capture_memory", "--generate-mb", "0.3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    figure = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figure["source"] == "chat_import" and figure["turns"] > 100
+    assert figure["peak_rss_mb"] >= figure["baseline_rss_mb"] > 0
