@@ -332,7 +332,7 @@ OLLAMA_UNKNOWN_WINDOW_TOKENS = 512
 # BM25 postings (sql/021, embedding/bm25_stats.py): their impacts embed the mean passage
 # length; bm25_statistics rebuilds them all when it moved by more than this share since.
 BM25_POSTINGS_AVGDL_DRIFT = 0.05
-# Search under a narrowing filter (project, type, time range, ...; serving/search.py): when at
+# Search under a narrowing filter (project, type, time range, ...; serving/search/): when at
 # most this many memories pass it, both channels rank those memories' passages exactly (every
 # BM25 score, every cosine) instead of walking postings or the HNSW graph until enough survive
 # the filter, which at 100K memories read tens of thousands of rows for a one-project filter.
@@ -350,7 +350,7 @@ VECTOR_PARTIAL_INDEXES = {
 # round trip while building it, and the tantivy writer's heap (one thread; at least 3 MB).
 KEYWORD_INDEX_FETCH_ROWS = 5000
 KEYWORD_INDEX_WRITER_HEAP_BYTES = 128 * 1024 * 1024
-# The BM25 channel on the keyword index (serving/search.py bm25_channel) rescores this many of
+# The BM25 channel on the keyword index (serving/search/bm25.py bm25_channel) rescores this many of
 # tantivy's best passages exactly in PostgreSQL (tantivy rounds lengths above 40 tokens, which
 # reorders close scores at the top); the rest keep tantivy's score.
 BM25_INDEX_EXACT_PASSAGES = 100

@@ -32,12 +32,13 @@ import numpy as np
 import psycopg
 from pydantic import BaseModel, model_validator
 
+from memory_pipeline.embedding.spaces import serving_space
 from serving import rerank_weights as W
 from serving.context_pack import context, tokens_of
 from serving.models import SearchHit
 from serving.render import pack_item_text
 from serving.rerank import rrf_scores
-from serving.search import QueryEmbedder, search, serving_space
+from serving.search import QueryEmbedder, search
 from serving.text import tokens
 
 CHANNELS: dict[str, tuple[str, ...]] = {

@@ -177,7 +177,7 @@ def pack(hits: list[tuple[float, int, int]]) -> bytes:
 
 def rank(hits: list[tuple[float, int, int]]) -> list[tuple[str, str]]:
     """(passage id, memory id) best first from (score, passage id, memory id) hits, as the
-    PostgreSQL channel's tail (serving/search.py RANK_PASSAGES_BY_MEMORY) ranks them: the best
+    PostgreSQL channel's tail (serving/search/bm25.py RANK_PASSAGES_BY_MEMORY) ranks them: the best
     passage of each of the CANDIDATES_PER_CHANNEL best memories, plus any other passage within
     the PASSAGE_CANDIDATES_PER_CHANNEL best; ties by id."""
     ordered = sorted(hits, key=lambda h: (-h[0], h[1]))

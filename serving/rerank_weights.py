@@ -1,6 +1,6 @@
 """The single source of truth for retrieval: channel sizes, fusion and utility-rerank weights.
 
-Both the production search (`serving/search.py`) and the retrieval evaluation
+Both the production search (`serving/search/`) and the retrieval evaluation
 (`serving/evaluation.py`) read these values; change them here and nowhere else.
 
     rerank_score = 0.30 * rrf_score            (normalised: 1.0 = rank 1 in both channels)

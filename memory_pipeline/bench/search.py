@@ -15,6 +15,7 @@ type, source, time range). All deterministic from the seed.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import statistics
@@ -191,6 +192,23 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
+def _bm25_statistics(conn: psycopg.Connection, lexemes: list[str]) -> tuple[list[float], float]:
+    """IDF of each lexeme and the mean passage length, from the pipeline's statistics."""
+    corpus = conn.execute("SELECT documents, avg_lexemes FROM passage_corpus_stats").fetchone()
+    if not corpus or not corpus[0]:
+        return [1.0] * len(lexemes), 1.0
+    documents, avgdl = corpus
+    df = dict(
+        conn.execute(
+            "SELECT lexeme, ndoc FROM passage_term_stats WHERE lexeme = ANY(%s)", [lexemes]
+        ).fetchall()
+    )
+    idfs = [
+        math.log(1 + (documents - df.get(lex, 0) + 0.5) / (df.get(lex, 0) + 0.5)) for lex in lexemes
+    ]
+    return idfs, max(float(avgdl), 1.0)
+
+
 def bm25_exhaustive(
     conn: psycopg.Connection, query: str, filters: SearchFilters
 ) -> S.ChannelResult:
@@ -204,7 +222,7 @@ def bm25_exhaustive(
     ).fetchone()[0]  # type: ignore[index]
     if not lexemes:
         return S.EMPTY
-    idfs, avgdl = S._bm25_statistics(conn, lexemes)
+    idfs, avgdl = _bm25_statistics(conn, lexemes)
     tsquery = " | ".join("'" + lex.replace("'", "''") + "'" for lex in lexemes)
     where, params = S.filter_sql(filters)
     rows = conn.execute(

@@ -1,6 +1,6 @@
 """The private tier on the surfaces that reach memories by id instead of through search.
 
-Search, context packs, listings and timelines filter in SQL (serving/search.py `filter_sql`:
+Search, context packs, listings and timelines filter in SQL (serving/search/filters.py `filter_sql`:
 `NOT m.private` unless SearchFilters.include_private). Reading one memory and walking its graph
 take an id, so they are checked here: a private memory reads as not found, and a public memory's
 relationships and graph leave private neighbours out (their titles would leak).

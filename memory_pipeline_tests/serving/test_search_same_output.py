@@ -30,6 +30,7 @@ from memory_pipeline.bench.search import build_queries
 from memory_pipeline.db.connection import connect
 from serving import search as S
 from serving.models import SearchFilters
+from serving.search import pipeline
 
 SNAPSHOT = Path(__file__).parent / "data" / "search_snapshot_scale300.json"
 QUERIES = 60
@@ -76,7 +77,7 @@ def test_search_returns_what_it_returned_before_the_speed_work(
     info = load_corpus(db_url, 300)
     queries = build_queries(info, QUERIES)
     assert any(q.filters != SearchFilters() for q in queries)
-    monkeypatch.setattr(S, "bm25_channel", _sql_bm25)
+    monkeypatch.setattr(pipeline, "bm25_channel", _sql_bm25)  # where search() calls it
     with connect(reader_url, autocommit=True) as reader:
         got = _responses(reader, embedder, queries)
     if os.environ.get("MEMORY_SEARCH_SNAPSHOT_WRITE") == "1":

@@ -18,12 +18,13 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from memory_pipeline.embedding.spaces import serving_space
 from serving.context_pack import context, tokens_of
 from serving.hooks import query as hook_query
 from serving.hooks.payload import SESSION_START, HookEvent
 from serving.models import ContextPack
 from serving.render import pack_item_text, pack_text
-from serving.search import QueryEmbedder, record_retrievals, serving_space
+from serving.search import QueryEmbedder, record_retrievals
 
 SURFACE = "hook"
 

@@ -1,0 +1,143 @@
+"""Step 4: what each hit rests on: its provenance chains and the passages that matched it, with
+their turn ordinals and native ids."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+
+from serving import rerank_weights as W
+from serving.models import (
+    PassageMatch,
+    PassageTurn,
+    Provenance,
+    TurnRef,
+)
+from serving.rerank import rrf_scores
+from serving.search.channel import ChannelResult
+
+
+def provenance(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str, list[Provenance]]:
+    """memory id -> its provenance chains (task, native task id, segment, turns)."""
+    rows = conn.execute(
+        "SELECT p.memory_id, p.task_id, t.source, t.native_id, t.title, p.segment_id,"
+        " a.ordinal, a.native_turn_id, a.native_message_ids, p.role"
+        " FROM memory_provenance p JOIN captured_tasks t ON t.id = p.task_id"
+        " JOIN agent_turns a ON a.id = p.turn_id"
+        " WHERE p.memory_id = ANY(%s::uuid[]) ORDER BY p.memory_id, p.segment_id, a.ordinal",
+        [list(memory_ids)],
+    ).fetchall()
+    chains: dict[str, dict[tuple[str, str], Provenance]] = {}
+    for mid, task_id, source, native_id, title, seg_id, ordinal, turn_id, msg_ids, role in rows:
+        by_seg = chains.setdefault(str(mid), {})
+        key = (str(task_id), str(seg_id))
+        if key not in by_seg:
+            by_seg[key] = Provenance(
+                task_id=task_id,
+                source=source,
+                native_task_id=native_id,
+                task_title=title,
+                segment_id=seg_id,
+                turns=[],
+            )
+        by_seg[key].turns.append(
+            TurnRef(
+                ordinal=ordinal, native_turn_id=turn_id, native_message_ids=list(msg_ids), role=role
+            )
+        )
+    return {mid: list(v.values()) for mid, v in chains.items()}
+
+
+def matched_passages(
+    conn: psycopg.Connection,
+    bm25: ChannelResult,
+    vec: ChannelResult,
+    memory_ids: set[str],
+    *,
+    per_hit: int = W.MATCHED_PASSAGES_PER_HIT,
+    nearest_only: bool = True,
+) -> dict[str, list[PassageMatch]]:
+    """memory id -> the passages that matched it, best first (RRF of their passage ranks), at
+    most MATCHED_PASSAGES_PER_HIT, with turn ordinals and native ids.
+
+    A passage matched when it holds a query lexeme (BM25 ranked it) or is the memory's nearest
+    passage to the query. Every passage has some cosine to the query, so the vector channel's
+    further passages of a memory are not matches.
+    """
+    ranks: dict[str, dict[str, int]] = {}
+    owner: dict[str, str] = {}
+    nearest: set[str] = set()
+    for name, result in (("bm25", bm25), ("vector", vec)):
+        for rank, (pid, mid) in enumerate(result.passages, start=1):
+            if mid not in memory_ids:
+                continue
+            if name == "vector" and nearest_only:
+                if mid in nearest:
+                    continue
+                nearest.add(mid)
+            ranks.setdefault(pid, {})[name] = rank
+            owner[pid] = mid
+    fused = rrf_scores(
+        [p for p, _ in bm25.passages if p in ranks], [p for p, _ in vec.passages if p in ranks]
+    )
+    by_memory: dict[str, list[str]] = {}
+    for pid in sorted(ranks, key=lambda p: (-fused[p], p)):
+        chosen = by_memory.setdefault(owner[pid], [])
+        if len(chosen) < per_hit:
+            chosen.append(pid)
+    wanted = [p for chosen in by_memory.values() for p in chosen]
+    details = passage_details(conn, wanted)
+    return {
+        mid: [
+            details[p].model_copy(
+                update={
+                    "bm25_rank": ranks[p].get("bm25"),
+                    "vector_rank": ranks[p].get("vector"),
+                }
+            )
+            for p in chosen
+            if p in details
+        ]
+        for mid, chosen in by_memory.items()
+    }
+
+
+def passage_details(
+    conn: psycopg.Connection, passage_ids: Sequence[str]
+) -> dict[str, PassageMatch]:
+    """Passage id -> its text and the turns it quotes or rests on (ordinals, native ids)."""
+    if not passage_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT p.id, p.memory_id, p.ordinal, p.text, t.source, t.native_id, a.ordinal,"
+        " a.native_turn_id, a.native_message_ids"
+        " FROM memory_passages p"
+        " LEFT JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n) ON true"
+        " LEFT JOIN agent_turns a ON a.id = u.turn_id"
+        " LEFT JOIN captured_tasks t ON t.id = a.task_id"
+        " WHERE p.id = ANY(%s::uuid[]) ORDER BY p.id, u.n",
+        [list(passage_ids)],
+    ).fetchall()
+    out: dict[str, PassageMatch] = {}
+    for pid, mid, ordinal, text, source, native_id, turn_ordinal, turn_id, msg_ids in rows:
+        match = out.get(str(pid))
+        if match is None:
+            match = out[str(pid)] = PassageMatch(
+                id=pid,
+                memory_id=mid,
+                ordinal=ordinal,
+                text=text,
+                source=source,
+                native_task_id=native_id,
+                turns=[],
+            )
+        if turn_ordinal is not None:
+            match.turns.append(
+                PassageTurn(
+                    ordinal=turn_ordinal,
+                    native_turn_id=turn_id,
+                    native_message_ids=list(msg_ids or []),
+                )
+            )
+    return out
