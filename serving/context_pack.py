@@ -383,14 +383,14 @@ def passage_vectors(conn: psycopg.Connection, passage_ids: list[str]) -> dict[st
     space = serving_space(conn)
     if space is None or not passage_ids:
         return {}
-    rows = conn.execute(
-        "SELECT passage_id::text, embedding::text FROM passage_embeddings"
+    rows = conn.execute(  # pgvector Vectors (db.connection registers the type)
+        "SELECT passage_id::text, embedding FROM passage_embeddings"
         " WHERE space = %s AND passage_id = ANY(%s::uuid[])",
         [space[0], passage_ids],
     ).fetchall()
     out = {}
-    for pid, text in rows:
-        v = np.array(text.strip("[]").split(","), dtype=np.float32)
+    for pid, embedding in rows:
+        v = np.asarray(embedding.to_numpy(), dtype=np.float32)
         norm = float(np.linalg.norm(v))
         if norm > 0:
             out[pid] = v / norm

@@ -216,10 +216,12 @@ def top_results(
     never gives a result more than the one before it, so no candidate left unscored could
     have been chosen among the first `limit`, nor changed a choice before them.
     """
-    bounds = {
-        c.id: sum(terms(c, query_tokens, context_tokens, project_context, now, 1.0).values())
-        for c in candidates
+    # Every term with the whole-text overlap at its maximum; scoring a candidate then only
+    # replaces that term (the same terms, in the same order, as terms() gives).
+    bounded = {
+        c.id: terms(c, query_tokens, context_tokens, project_context, now, 1.0) for c in candidates
     }
+    bounds = {mid: sum(parts.values()) for mid, parts in bounded.items()}
     order = sorted(candidates, key=lambda c: (-bounds[c.id], -c.rrf, c.id))
     scored: dict[str, dict[str, float]] = {}
     totals: dict[str, float] = {}
@@ -227,14 +229,18 @@ def top_results(
     while True:
         step = batch if done else limit + batch
         for c in order[done : done + step]:
-            scored[c.id] = terms(c, query_tokens, context_tokens, project_context, now)
-            totals[c.id] = sum(scored[c.id].values())
+            text = tokens(f"{c.title} {c.content}")
+            parts = bounded[c.id] | {
+                "token_overlap": W.W_TOKEN_OVERLAP * overlap(query_tokens, text)
+            }
+            scored[c.id] = parts
+            totals[c.id] = sum(parts.values())
         done = min(len(order), done + step)
         pool = sorted(order[:done], key=lambda c: (-totals[c.id], -c.rrf, c.id))
         chosen = diversify(dedup_exact(pool), totals)[:limit]
         if done == len(order):
             return chosen, scored
-        # Margin: the bound adds the terms in another order than the score does.
+        # (A margin, though a sum of the same terms with one no larger is never larger.)
         if len(chosen) == limit and bounds[order[done].id] + 1e-9 < _last_effective(chosen, totals):
             return chosen, scored
 
