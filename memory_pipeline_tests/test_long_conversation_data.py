@@ -1,4 +1,5 @@
-"""The long-conversation evaluation set (`evaluation/long_conversations/`) stays usable.
+"""The evaluation conversation sets (`evaluation/long_conversations/`,
+`evaluation/oblique_conversations/`) stay usable.
 
 The set is only worth something if every conversation imports with the chat import parser that
 users rely on, and if every gold question points at messages that exist, in particular the
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -20,16 +22,37 @@ from memory_pipeline.capture.chat_import import ChatImportConnector
 from memory_pipeline.settings import REPO_ROOT
 from serving.evaluation import load_gold
 
-DATA_DIR = REPO_ROOT / "evaluation" / "long_conversations"
-CONVERSATIONS_DIR = DATA_DIR / "conversations"
-GOLD = DATA_DIR / "gold.jsonl"
-CONVERSATIONS = sorted(p.stem for p in CONVERSATIONS_DIR.glob("*.jsonl"))
 
-MIN_CONVERSATIONS = 5
-MIN_MESSAGES = 300
-MIN_SESSIONS, MAX_SESSIONS = 12, 25
-MIN_QUESTIONS, MIN_QUESTIONS_PER_CONVERSATION = 150, 30
-MIN_UNANSWERED_ITEMS = 10
+@dataclass(frozen=True)
+class DataSet:
+    """A conversation set under `evaluation/` and the minimums its README promises."""
+
+    name: str
+    min_messages: int
+    sessions: tuple[int, int]  # per conversation, inclusive
+    min_questions: int
+    min_questions_per_conversation: int
+    min_unanswered_items: int
+    min_conversations: int = 5
+
+    @property
+    def conversations_dir(self) -> Path:
+        return REPO_ROOT / "evaluation" / self.name / "conversations"
+
+    @property
+    def gold(self) -> Path:
+        return REPO_ROOT / "evaluation" / self.name / "gold.jsonl"
+
+    @property
+    def conversations(self) -> list[str]:
+        return sorted(p.stem for p in self.conversations_dir.glob("*.jsonl"))
+
+
+SETS = [
+    DataSet("long_conversations", 300, (12, 25), 150, 30, 10),
+    DataSet("oblique_conversations", 440, (26, 40), 210, 42, 25),
+]
+CONVERSATIONS = [(ds, conv) for ds in SETS for conv in ds.conversations]
 KINDS = {"single_hop", "multi_hop", "temporal", "knowledge_update", "unanswered_last_message"}
 ROLES = {"user", "assistant", "human"}
 
@@ -64,7 +87,7 @@ def _unanswered_tail(session: list[dict]) -> list[str]:
     return tail
 
 
-def conversation_problems(conv: str, rows: list[dict]) -> list[str]:
+def conversation_problems(conv: str, rows: list[dict], ds: DataSet = SETS[0]) -> list[str]:
     """Everything wrong with one conversation file, as readable lines (empty when it is fine)."""
     problems: list[str] = []
     ids = Counter(row.get("message_id") for row in rows)
@@ -87,10 +110,11 @@ def conversation_problems(conv: str, rows: list[dict]) -> list[str]:
     if problems:
         return problems
     sessions = _sessions(rows)
-    if len(rows) < MIN_MESSAGES:
-        problems.append(f"{len(rows)} messages, fewer than {MIN_MESSAGES}")
-    if not MIN_SESSIONS <= len(sessions) <= MAX_SESSIONS:
-        problems.append(f"{len(sessions)} sessions, not {MIN_SESSIONS}-{MAX_SESSIONS}")
+    if len(rows) < ds.min_messages:
+        problems.append(f"{len(rows)} messages, fewer than {ds.min_messages}")
+    low, high = ds.sessions
+    if not low <= len(sessions) <= high:
+        problems.append(f"{len(sessions)} sessions, not {low}-{high}")
     previous_end: datetime | None = None
     for task_id, session in sessions.items():
         times = [datetime.fromisoformat(r["timestamp"]) for r in session]
@@ -133,33 +157,27 @@ def gold_problems(gold: list[dict], rows_by_conv: dict[str, list[dict]]) -> list
     return problems
 
 
-@pytest.fixture(scope="module")
-def rows_by_conv() -> dict[str, list[dict]]:
-    return {conv: _rows(CONVERSATIONS_DIR / f"{conv}.jsonl") for conv in CONVERSATIONS}
+def _rows_by_conv(ds: DataSet) -> dict[str, list[dict]]:
+    return {conv: _rows(ds.conversations_dir / f"{conv}.jsonl") for conv in ds.conversations}
 
 
-@pytest.fixture(scope="module")
-def gold() -> list[dict]:
-    return _rows(GOLD)
+@pytest.mark.parametrize("ds", SETS, ids=lambda ds: ds.name)
+def test_the_set_has_enough_conversations(ds: DataSet) -> None:
+    assert len(ds.conversations) >= ds.min_conversations, ds.conversations
 
 
-def test_the_set_has_enough_conversations() -> None:
-    assert len(CONVERSATIONS) >= MIN_CONVERSATIONS, CONVERSATIONS
+@pytest.mark.parametrize(("ds", "conv"), CONVERSATIONS, ids=lambda x: getattr(x, "name", x))
+def test_conversation_is_well_formed(ds: DataSet, conv: str) -> None:
+    assert conversation_problems(conv, _rows(ds.conversations_dir / f"{conv}.jsonl"), ds) == []
 
 
-@pytest.mark.parametrize("conv", CONVERSATIONS)
-def test_conversation_is_well_formed(conv: str, rows_by_conv: dict[str, list[dict]]) -> None:
-    assert conversation_problems(conv, rows_by_conv[conv]) == []
-
-
-@pytest.mark.parametrize("conv", CONVERSATIONS)
-def test_conversation_imports_with_the_chat_import_parser(
-    conv: str, rows_by_conv: dict[str, list[dict]]
-) -> None:
+@pytest.mark.parametrize(("ds", "conv"), CONVERSATIONS, ids=lambda x: getattr(x, "name", x))
+def test_conversation_imports_with_the_chat_import_parser(ds: DataSet, conv: str) -> None:
     """Every line parses, one task per session, and every message lands in a turn, except an
     unanswered last prompt while the parser still waits for its answer."""
-    rows = rows_by_conv[conv]
-    result = ChatImportConnector(CONVERSATIONS_DIR).parse(CONVERSATIONS_DIR / f"{conv}.jsonl")
+    path = ds.conversations_dir / f"{conv}.jsonl"
+    rows = _rows(path)
+    result = ChatImportConnector(ds.conversations_dir).parse(path)
     assert result.issues == []
     sessions = _sessions(rows)
     tasks = {task.native_id: task for task in result.tasks}
@@ -174,21 +192,22 @@ def test_conversation_imports_with_the_chat_import_parser(
         ), task_id
 
 
-def test_gold_set_loads_and_points_at_existing_messages(
-    gold: list[dict], rows_by_conv: dict[str, list[dict]]
-) -> None:
-    assert len(load_gold(GOLD)) == len(gold) >= MIN_QUESTIONS
-    assert gold_problems(gold, rows_by_conv) == []
+@pytest.mark.parametrize("ds", SETS, ids=lambda ds: ds.name)
+def test_gold_set_loads_and_points_at_existing_messages(ds: DataSet) -> None:
+    gold = _rows(ds.gold)
+    assert len(load_gold(ds.gold)) == len(gold) >= ds.min_questions
+    assert gold_problems(gold, _rows_by_conv(ds)) == []
     per_conv = Counter(item["id"].rsplit("-q", 1)[0] for item in gold)
-    assert {conv: n for conv, n in per_conv.items() if n < MIN_QUESTIONS_PER_CONVERSATION} == {}
-    assert set(per_conv) == set(CONVERSATIONS)
+    few = {conv: n for conv, n in per_conv.items() if n < ds.min_questions_per_conversation}
+    assert few == {}
+    assert set(per_conv) == set(ds.conversations)
 
 
-def test_enough_questions_ask_about_unanswered_last_messages(
-    gold: list[dict], rows_by_conv: dict[str, list[dict]]
-) -> None:
+@pytest.mark.parametrize("ds", SETS, ids=lambda ds: ds.name)
+def test_enough_questions_ask_about_unanswered_last_messages(ds: DataSet) -> None:
+    gold, rows_by_conv = _rows(ds.gold), _rows_by_conv(ds)
     unanswered = [item for item in gold if item["kind"] == "unanswered_last_message"]
-    assert len(unanswered) >= MIN_UNANSWERED_ITEMS
+    assert len(unanswered) >= ds.min_unanswered_items
     sessions = {t: s for rows in rows_by_conv.values() for t, s in _sessions(rows).items()}
     for item in unanswered:
         last = [
@@ -214,7 +233,7 @@ def test_the_checks_catch_a_broken_conversation_and_gold_item() -> None:
     session[1]["message_id"] = "x-s01-m002"
     problems = conversation_problems("x", session)
     assert "x-s01: timestamps go backwards" in problems
-    assert f"2 messages, fewer than {MIN_MESSAGES}" in problems
+    assert f"2 messages, fewer than {SETS[0].min_messages}" in problems
     bad_gold = [
         {"id": "x-q01", "query": "?", "kind": "unanswered_last_message", "relevant": [
             {"source": "chat_import", "native_task_id": "x-s01",

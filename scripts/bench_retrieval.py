@@ -6,13 +6,15 @@ full pipeline and the evidence found within 1,000 and 2,000 tokens of the contex
 raw-message baseline. On the demo corpus it also times the production search over the demo gold
 queries (after a warm-up) and prints p50 and p95.
 
-    .venv/bin/python scripts/bench_retrieval.py                 # demo and long conversations
+    .venv/bin/python scripts/bench_retrieval.py                 # every gold set
     .venv/bin/python scripts/bench_retrieval.py --only demo --repeat 5
     .venv/bin/python scripts/bench_retrieval.py --keep /tmp/bench   # keep the homes there
+    .venv/bin/python scripts/bench_retrieval.py --only oblique_conversations --per-conversation
 
-Gold sets: the demo corpus (`memory_pipeline/demo/gold.jsonl`, MEMORY_SOURCES=demo) and the
-long-conversation set (`evaluation/long_conversations/`, imported as chat exports with
-MEMORY_SOURCES=real, MEMORY_IMPORT_DIR=<its conversations>, MEMORY_SEMANTIC_QUIET_MINUTES=0).
+Gold sets: the demo corpus (`memory_pipeline/demo/gold.jsonl`, MEMORY_SOURCES=demo), and the
+long-conversation and oblique-question sets (`evaluation/long_conversations/`,
+`evaluation/oblique_conversations/`, each imported as chat exports with MEMORY_SOURCES=real,
+MEMORY_IMPORT_DIR=<its conversations>, MEMORY_SEMANTIC_QUIET_MINUTES=0).
 """
 
 from __future__ import annotations
@@ -20,16 +22,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
+
+from serving.evaluation import EvidenceScores
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
 LONG = REPO / "evaluation" / "long_conversations"
+OBLIQUE = REPO / "evaluation" / "oblique_conversations"
 GOLD_SETS = {
     "demo": {"env": {"MEMORY_SOURCES": "demo"}, "gold": None},
     "long_conversations": {
@@ -41,6 +48,14 @@ GOLD_SETS = {
         "gold": LONG / "gold.jsonl",
         # Evaluated on the same import: the harder split (see evaluation/long_conversations).
         "also": {"long_conversations_paraphrase": LONG / "gold_paraphrase.jsonl"},
+    },
+    "oblique_conversations": {
+        "env": {
+            "MEMORY_SOURCES": "real",
+            "MEMORY_IMPORT_DIR": str(OBLIQUE / "conversations"),
+            "MEMORY_SEMANTIC_QUIET_MINUTES": "0",
+        },
+        "gold": OBLIQUE / "gold.jsonl",
     },
 }
 
@@ -96,7 +111,7 @@ print(json.dumps(times))
     return statistics.median(times), p95, len(times)
 
 
-def run_gold_set(name: str, home: Path, repeat: int) -> dict[str, object]:
+def run_gold_set(name: str, home: Path, repeat: int = 3) -> dict[str, object]:
     spec = GOLD_SETS[name]
     env = _env(home, spec["env"])  # type: ignore[arg-type]
     started = time.perf_counter()
@@ -123,23 +138,88 @@ def run_gold_set(name: str, home: Path, repeat: int) -> dict[str, object]:
     return out
 
 
+def run_per_conversation(name: str, home: Path) -> dict[str, object]:
+    """Each conversation of a chat-import gold set in a home of its own, asked only the
+    questions about it (as a user with one long conversation would be); the figures pooled over
+    every question (each conversation weighs by its questions)."""
+    spec = GOLD_SETS[name]
+    corpus = Path(spec["env"]["MEMORY_IMPORT_DIR"])  # type: ignore[index]
+    lines = Path(spec["gold"]).read_text(encoding="utf-8").splitlines()  # type: ignore[arg-type]
+    gold = [json.loads(line) for line in lines if line.strip()]
+    reports, run_s, eval_s = [], 0.0, 0.0
+    for conv in sorted(corpus.glob("*.jsonl")):
+        rows = conv.read_text(encoding="utf-8").splitlines()
+        tasks = {json.loads(line)["task_id"] for line in rows if line.strip()}
+        mine = [q for q in gold if all(r["native_task_id"] in tasks for r in q["relevant"])]
+        own = home / conv.stem
+        (own / "import").mkdir(parents=True)
+        shutil.copy(conv, own / "import" / conv.name)
+        (own / "gold.jsonl").write_text("".join(json.dumps(q) + "\n" for q in mine))
+        env = _env(own, {**spec["env"], "MEMORY_IMPORT_DIR": str(own / "import")})  # type: ignore[dict-item]
+        started = time.perf_counter()
+        _cli(env, "run")
+        run_s += time.perf_counter() - started
+        started = time.perf_counter()
+        reports.append(
+            json.loads(_cli(env, "eval", "--json", "--gold", str(own / "gold.jsonl")).stdout)
+        )
+        eval_s += time.perf_counter() - started
+        _cli(env, "db", "stop")
+    n = sum(r["queries"] for r in reports)
+    per_query = [q for r in reports for q in r["evidence"]["per_query"]]
+    budgets = list(reports[0]["evidence"]["pack"])
+    return {
+        "run_s": round(run_s, 1),
+        "eval_s": round(eval_s, 1),
+        "queries": n,
+        "scores": {
+            channel: {
+                measure: round(
+                    sum(r["scores"][channel][measure] * r["queries"] for r in reports) / n, 4
+                )
+                for measure in ("recall_at_5", "recall_at_10", "mrr")
+            }
+            for channel in reports[0]["scores"]
+        },
+        "evidence": {
+            side: {b: round(sum(q[side][b] for q in per_query) / n, 4) for b in budgets}
+            for side in ("pack", "baseline")
+        }
+        | {"messages": sum(r["evidence"]["messages"] for r in reports), "per_query": per_query},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=sorted(GOLD_SETS), action="append")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the queries")
     parser.add_argument("--keep", type=Path, help="create the homes here and keep them")
+    parser.add_argument(
+        "--per-conversation",
+        action="store_true",
+        help="conversation sets: also import each conversation alone in a home of its own",
+    )
     args = parser.parse_args()
     for name in args.only or list(GOLD_SETS):
-        if args.keep:
-            home = args.keep / name
-            home.mkdir(parents=True, exist_ok=False)
-            result = run_gold_set(name, home, args.repeat)
-        else:
-            with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
-                result = run_gold_set(name, Path(tmp), args.repeat)
-        print_result(name, result)
-        for split in GOLD_SETS[name].get("also", {}):  # type: ignore[attr-defined]
-            print_result(split, {"run_s": 0, "eval_s": 0, **result[split]})  # type: ignore[dict-item]
+        runs = [(name, partial(run_gold_set, name, repeat=args.repeat))]
+        if args.per_conversation and "MEMORY_IMPORT_DIR" in GOLD_SETS[name]["env"]:  # type: ignore[operator]
+            runs.append(
+                (
+                    f"{name}, one home per conversation",
+                    partial(run_per_conversation, name),
+                )
+            )
+        for label, run in runs:
+            if args.keep:
+                home = args.keep / label.replace(", ", "-").replace(" ", "_")
+                home.mkdir(parents=True, exist_ok=False)
+                result = run(home=home)
+            else:
+                with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+                    result = run(home=Path(tmp))
+            print_result(label, result)
+            for split in GOLD_SETS[name].get("also", {}) if label == name else ():  # type: ignore[attr-defined]
+                print_result(split, {"run_s": 0, "eval_s": 0, **result[split]})  # type: ignore[dict-item]
 
 
 def print_result(name: str, r: dict[str, object]) -> None:
@@ -154,6 +234,10 @@ def print_result(name: str, r: dict[str, object]) -> None:
     print(f"{'budget':<8} {'pack':>7} {'baseline':>9}")
     for budget, value in ev["pack"].items():
         print(f"{budget:<8} {value:>7.3f} {ev['baseline'][budget]:>9.3f}")
+    kinds = EvidenceScores.model_validate({"unresolved": 0, **ev}).by_kind()
+    for kind, (n, pack, base) in kinds.items() if len(kinds) > 1 else ():
+        cells = "  ".join(f"{b}: pack {pack[b]:.3f} baseline {base[b]:.3f}" for b in pack)
+        print(f"  {kind} ({n}): {cells}")
     if "search_ms" in r:
         p50, p95, n = r["search_ms"]  # type: ignore[misc]
         print(f"demo search: p50 {p50:.1f} ms, p95 {p95:.1f} ms over {n} searches")

@@ -88,6 +88,31 @@ def parse_memory_id(value: str | UUID) -> UUID:
         ) from None
 
 
+_HEX_PREFIX = re.compile(r"[0-9a-f]{8,31}")
+
+
+def resolve_memory_id(conn: psycopg.Connection, value: str | UUID) -> UUID:
+    """A full id, or the leading hex digits of one (at least 8, dashes optional) as context
+    packs show them: the one memory whose id starts with them. An ambiguous prefix is refused."""
+    if isinstance(value, UUID):
+        return value
+    digits = str(value).strip().lower().replace("-", "")
+    if not _HEX_PREFIX.fullmatch(digits):
+        return parse_memory_id(value)
+    low, high = UUID(digits.ljust(32, "0")), UUID(digits.ljust(32, "f"))
+    rows = conn.execute(
+        "SELECT id FROM memories WHERE id BETWEEN %s AND %s ORDER BY id LIMIT 2", [low, high]
+    ).fetchall()
+    if not rows:
+        raise MemoryNotFound(value)
+    if len(rows) > 1:
+        raise BrowseError(
+            f"memory id prefix {value} matches more than one memory; pass more digits or the full"
+            " id (the structured output of search and context has it)"
+        )
+    return rows[0][0]
+
+
 def _cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
@@ -107,8 +132,8 @@ def read_memory(
     max_relationships: int = READ_MAX_RELATIONSHIPS,
 ) -> MemoryDetail:
     """A memory, its typed relationships and its provenance down to the supporting turns."""
-    mid = parse_memory_id(memory_id)
     with conn.transaction():
+        mid = resolve_memory_id(conn, memory_id)
         row = conn.execute(
             "SELECT id, type, title, left(content, %s), length(content), summary, tags, project,"
             " mem_class, source_type, source_url, status, confidence, parent_id, created_at,"
@@ -421,7 +446,7 @@ def memory_graph(
     max_nodes: int = DEFAULT_GRAPH_NODES,
 ) -> MemoryGraph:
     """Breadth-first over typed relationships in both directions, to `depth` hops, capped."""
-    root = parse_memory_id(memory_id)
+    root = resolve_memory_id(conn, memory_id)
     depth = max(1, min(depth, MAX_GRAPH_DEPTH))
     max_nodes = max(1, min(max_nodes, MAX_GRAPH_NODES))
     conds = [sql.SQL("TRUE")]

@@ -89,6 +89,15 @@ class QueryOutcome(BaseModel):
     first_hit_rank: dict[str, int | None]  # channel -> rank of the first relevant result
 
 
+class QueryEvidence(BaseModel):
+    """One question's share of its evidence found, by token budget."""
+
+    id: str
+    kind: str | None
+    pack: dict[int, float]
+    baseline: dict[int, float]
+
+
 class EvidenceScores(BaseModel):
     """Share of gold evidence found in the packed text, by token budget."""
 
@@ -96,6 +105,21 @@ class EvidenceScores(BaseModel):
     baseline: dict[int, float]  # raw messages, BM25 + vectors, RRF, packed in rank order
     messages: int  # raw messages the baseline ranked
     unresolved: int  # gold items that name no captured turn or message (counted as not found)
+    per_query: list[QueryEvidence] = []
+
+    def by_kind(self) -> dict[str, tuple[int, dict[int, float], dict[int, float]]]:
+        """Per question kind: its questions and the mean found share of pack and baseline."""
+        groups: dict[str, list[QueryEvidence]] = {}
+        for q in self.per_query:
+            groups.setdefault(q.kind or "-", []).append(q)
+        return {
+            kind: (
+                len(qs),
+                {b: round(sum(q.pack[b] for q in qs) / len(qs), 4) for b in self.pack},
+                {b: round(sum(q.baseline[b] for q in qs) / len(qs), 4) for b in self.baseline},
+            )
+            for kind, qs in sorted(groups.items())
+        }
 
 
 class EvaluationReport(BaseModel):
@@ -346,14 +370,15 @@ def evidence_recall(
         name = space[0]
         embed = lambda texts: embedder.embed_many(name, texts)  # noqa: E731
     baseline = RawBaseline.build(conn, messages, embed)
-    pack_found = {b: 0.0 for b in budgets}
-    base_found = {b: 0.0 for b in budgets}
+    per_query = []
     unresolved = 0
     for q in gold:
         evidence = [index.text(item, turn_of) for item in q.relevant]
         unresolved += sum(1 for e in evidence if e is None)
         qvec = embedder.embed(space[0], q.query) if space and embedder else None
         ranked = baseline.rank(query_lexemes(conn, q.query), qvec)
+        pack_found: dict[int, float] = {}
+        base_found: dict[int, float] = {}
         for budget in budgets:
             pack = context(conn, q.query, budget, embedder=embedder, record_surface=None)
             pack_text = "\n".join(pack_item_text(i) for i in pack.items)
@@ -361,13 +386,15 @@ def evidence_recall(
             for text, found in ((pack_text, pack_found), (base_text, base_found)):
                 words = tokens(text)
                 hits = sum(e is not None and found_in(e, words, text) for e in evidence)
-                found[budget] += hits / len(q.relevant)
+                found[budget] = hits / len(q.relevant)
+        per_query.append(QueryEvidence(id=q.id, kind=q.kind, pack=pack_found, baseline=base_found))
     n = max(len(gold), 1)
     return EvidenceScores(
-        pack={b: round(v / n, 4) for b, v in pack_found.items()},
-        baseline={b: round(v / n, 4) for b, v in base_found.items()},
+        pack={b: round(sum(q.pack[b] for q in per_query) / n, 4) for b in budgets},
+        baseline={b: round(sum(q.baseline[b] for q in per_query) / n, 4) for b in budgets},
         messages=len(messages),
         unresolved=unresolved,
+        per_query=per_query,
     )
 
 
@@ -387,6 +414,13 @@ def report_table(report: EvaluationReport) -> str:
         lines.append(f"{'budget':<8} {'pack':>9} {'baseline':>10}")
         for budget in e.pack:
             lines.append(f"{budget:<8} {e.pack[budget]:>9.3f} {e.baseline[budget]:>10.3f}")
+        kinds = e.by_kind()
+        if len(kinds) > 1:
+            budgets = " ".join(f"{'pack@' + str(b):>10} {'base@' + str(b):>10}" for b in e.pack)
+            lines.append(f"{'kind':<24} {'n':>4} {budgets}")
+            for kind, (n, pack, base) in kinds.items():
+                cells = " ".join(f"{pack[b]:>10.3f} {base[b]:>10.3f}" for b in e.pack)
+                lines.append(f"{kind:<24} {n:>4} {cells}")
         if e.unresolved:
             lines.append(f"{e.unresolved} gold items name no captured message (not found)")
     missed = [o for o in report.per_query if o.first_hit_rank.get("full") is None]

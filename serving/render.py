@@ -151,7 +151,7 @@ def pack_item_text(item: ContextItem) -> str:
     # output.
     created = item.created_at.date().isoformat()
     tasks = " ".join(dict.fromkeys(f"{p.source}:{p.native_task_id}" for p in item.provenance))
-    head = f'<memory id="{item.memory_id}"'
+    head = f'<memory id="{short_id(item.memory_id)}"'
     if item.kind != PACK_DEFAULT_KIND:
         head += f' kind="{attr(item.kind)}"'
     head += f' date="{created}"'
@@ -164,6 +164,12 @@ def pack_item_text(item: ContextItem) -> str:
         lines.append(f"{excerpt_label(e.turns, e.neighbour, e.truncated)} {clean(e.text)}")
     lines.append("</memory>")
     return "\n".join(lines)
+
+
+def short_id(memory_id: object) -> str:
+    """The id a pack item shows: the first PACK_ID_CHARS hex digits (browse.resolve_memory_id
+    reads it back)."""
+    return str(memory_id).replace("-", "")[: W.PACK_ID_CHARS]
 
 
 _SPEAKER_CHARS = 40  # room for the speaker label before an excerpt's first words

@@ -165,6 +165,12 @@ PACK_SAME_FACT_SHARE = 0.5
 # same-topic turns (tuning.SEGMENT_VEC_COSINE_CEIL, 0.62).
 PACK_SAME_FACT_COSINE = 0.6
 PACK_UPDATE_CANDIDATES = 60
+# A pack item names its memory by the first PACK_ID_CHARS hex digits of its id (memory_read and
+# memory_graph accept them): a full UUID costs 9 tokens per item, which in a pack of many small
+# excerpts is room for another excerpt every few items (issue 11: evidence found within 1,000
+# tokens of the oblique-question set went from 0.703 to 0.733). 48 bits: two of 100,000
+# memories share a prefix with a chance of about 1 in 56,000; an ambiguous prefix is refused.
+PACK_ID_CHARS = 12
 # A packed memory's title line is cut to this many characters (the excerpts carry the text).
 PACK_TITLE_CHARS = 60
 # How many of the memories that did not fit a pack lists by name (all are counted).

@@ -325,11 +325,12 @@ def test_an_item_is_one_header_line_its_excerpts_and_the_closing_tag() -> None:
     head = lines[0]
     # Everything the agent needs to place and re-read the memory, on one line; a segment's
     # kind and an excerpt's "part" are what a pack item is unless it says otherwise.
-    assert head.startswith(f'<memory id="{seg.id}" date="{NOW.date()}"')
+    short = str(seg.id).replace("-", "")[: W.PACK_ID_CHARS]  # memory_read takes it
+    assert head.startswith(f'<memory id="{short}" date="{NOW.date()}"')
     assert 'from="chat_import:chat-lab-s03"' in head and head.endswith('">')
     assert "kind=" not in head and "whole=" not in head and "part=" not in head
     fixed = len('<memory id="" date="2026-11-30" from="chat_import:" title="">')
-    assert len(head) <= fixed + len(str(seg.id)) + len("chat-lab-s03") + W.PACK_TITLE_CHARS
+    assert len(head) <= fixed + W.PACK_ID_CHARS + len("chat-lab-s03") + W.PACK_TITLE_CHARS
     assert f'title="{seg.title[: W.PACK_TITLE_CHARS - 1].rstrip()}…"' in head  # cut short
     # Each excerpt is marked with the turns it quotes; nothing else but the closing tag.
     assert lines[1:] == [

@@ -124,18 +124,44 @@ def test_eval_reports_evidence_for_the_pack_and_the_baseline(conn, reader) -> No
                     {"source": "chat_import", "native_task_id": "chat-lab", "turn_ordinal": 2},
                     {"source": "chat_import", "native_task_id": "nowhere", "turn_ordinal": 0},
                 ],
+                "kind": "multi_hop",
             }
-        )
+        ),
+        GoldQuery.model_validate(
+            {
+                "id": "q2",
+                "query": "which tomato variety for the balcony pots",
+                "relevant": [
+                    {
+                        "source": "chat_import",
+                        "native_task_id": "chat-lab",
+                        "native_message_id": "chat-lab-m1",
+                    }
+                ],
+                "kind": "single_hop",
+            }
+        ),
     ]
     embedder = QueryEmbedder("http://127.0.0.1:9")
     report = evaluate(reader, gold, embedder)
     e = report.evidence
     assert e is not None and e.messages == 6 and e.unresolved == 1
-    # Both budgets hold the whole corpus: the named message and turn are found, the unknown
+    # Both budgets hold the whole corpus: the named messages and turn are found, the unknown
     # task never is.
-    assert e.pack == {1000: round(2 / 3, 4), 2000: round(2 / 3, 4)}
-    assert e.baseline == {1000: round(2 / 3, 4), 2000: round(2 / 3, 4)}
-    assert report.scores["full"].recall_at_10 == round(2 / 3, 4)
+    assert e.pack == {1000: round((2 / 3 + 1) / 2, 4), 2000: round((2 / 3 + 1) / 2, 4)}
+    assert e.baseline == e.pack
+    assert report.scores["full"].recall_at_10 == round((2 / 3 + 1) / 2, 4)
+    # Each question's own figures, and the mean per kind, are reported beside the totals.
+    assert [(q.id, q.kind, q.pack[1000]) for q in e.per_query] == [
+        ("q1", "multi_hop", 2 / 3),
+        ("q2", "single_hop", 1.0),
+    ]
+    assert e.by_kind()["multi_hop"] == (
+        1,
+        {1000: 0.6667, 2000: 0.6667},
+        {1000: 0.6667, 2000: 0.6667},
+    )
     table = report_table(report)
     assert "pack" in table and "baseline" in table and "1 gold items name no captured" in table
+    assert any(line.split()[:2] == ["single_hop", "1"] for line in table.splitlines())
     assert LOCAL_SPACE  # the baseline used the serving space's vectors

@@ -22,6 +22,7 @@ from memory_pipeline_tests.support.memories import add_memory
 from memory_pipeline_tests.support.segments import add_segment
 from serving.hooks import client, inject, payload
 from serving.hooks.server import HookService, serve
+from serving.render import short_id
 
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
 
@@ -267,7 +268,7 @@ def test_prompt_and_session_start_commands_print_documented_output(
     out = json.loads(result.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert corpus["decision"] in context or corpus["segment"] in context
+    assert short_id(corpus["decision"]) in context or short_id(corpus["segment"]) in context
     assert corpus["correction"] not in context
 
     result = run_hook(

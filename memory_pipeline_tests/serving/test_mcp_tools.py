@@ -222,6 +222,12 @@ async def test_context_pack_is_budgeted_and_never_packs_corrections(conn, seeded
     text = text_of(r)
     assert text.startswith("Context pack for: tune the token bucket rate limit")
     assert len(blocks(text)) == len(pack["items"])
+    # Items name their memory by the first hex digits of its id, and memory_read takes them.
+    shown = re.findall(r'<memory id="([0-9a-f]+)"', text)
+    assert [len(i) for i in shown] == [W.PACK_ID_CHARS] * len(pack["items"])
+    assert [i["memory_id"].replace("-", "")[: W.PACK_ID_CHARS] for i in pack["items"]] == shown
+    read = await client.call_tool("memory_read", {"memory_id": shown[0]})
+    assert read.is_error is False and read.structured_content["id"] == pack["items"][0]["memory_id"]
     assert conn.execute("SELECT count(*) FROM retrieval_events WHERE surface = 'mcp'").fetchone()[
         0
     ] == len([i for i in pack["items"] if not i["temporal_context"]])
@@ -254,6 +260,29 @@ async def test_read_returns_relationships_and_turn_text(seeded, client) -> None:
     )
     expired = [x for x in r.structured_content["relationships"] if x["expired_at"]]
     assert [x["relation_type"] for x in expired] == ["contradicts"]
+
+
+async def test_read_and_graph_take_a_unique_id_prefix_and_refuse_an_ambiguous_one(
+    conn, client
+) -> None:  # type: ignore[no-untyped-def]
+    first = add_memory(conn, "First", "one", id="abcdef01-2345-4000-8000-000000000001")
+    second = add_memory(conn, "Second", "two", id="abcdef01-2345-4111-8000-000000000002")
+    for prefix, found in [
+        ("abcdef0123454000", first),
+        ("ABCDEF01-2345-41", second),  # dashes and capitals as a person may paste them
+        (first, first),
+    ]:
+        r = await client.call_tool("memory_read", {"memory_id": prefix})
+        assert r.is_error is False and r.structured_content["id"] == found, text_of(r)
+        r = await client.call_tool("memory_graph", {"memory_id": prefix})
+        assert r.is_error is False and r.structured_content["root_id"] == found, text_of(r)
+    for prefix, message in [
+        ("abcdef012345", "matches more than one memory"),
+        ("0000000000ff", "not found"),
+        ("abcdef", "memory ids are UUIDs"),  # shorter than 8 digits: never a lookup
+    ]:
+        r = await client.call_tool("memory_read", {"memory_id": prefix})
+        assert r.is_error is True and message in text_of(r), (prefix, text_of(r))
 
 
 async def test_read_bounds_turn_text(conn, client) -> None:  # type: ignore[no-untyped-def]
@@ -520,7 +549,8 @@ async def test_memory_text_is_cleaned_and_stays_inside_its_delimiter(conn, clien
         assert 'id="fake"' not in "".join(opened)
         assert 'trusted="yes"' not in "".join(opened)
         assert "‹/memory>" in text or "‹/MEMORY" in text
-        mine = [b for b in blocks(text) if f'id="{mid}"' in b]
+        shown = (mid, mid.replace("-", "")[: W.PACK_ID_CHARS])  # a pack shows the short id
+        mine = [b for b in blocks(text) if any(f'id="{i}"' in b for i in shown)]
         assert mine, text
     read = text_of(outputs[1])
     assert read.count("<turn") == 0 and "‹turn>" in read and "‹/turn>" in read
