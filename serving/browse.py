@@ -83,8 +83,9 @@ def parse_memory_id(value: str | UUID) -> UUID:
         return UUID(value.strip())
     except (ValueError, AttributeError):
         raise BrowseError(
-            "memory ids are UUIDs such as 3f2b9c1e-0d4a-4e8b-9a57-2c6d1e0f9b13; use an id "
-            "returned by search, list, timeline or graph"
+            "memory ids are UUIDs such as 3f2b9c1e-0d4a-4e8b-9a57-2c6d1e0f9b13, or their first 8 "
+            "or more hex digits (as context packs show them); use an id returned by search, "
+            "context, list, timeline or graph"
         ) from None
 
 
