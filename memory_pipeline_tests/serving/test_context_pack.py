@@ -201,13 +201,18 @@ def dated(kind: str, title: str, texts: list[str], when: datetime) -> SearchHit:
     return h.model_copy(update={"created_at": when, "updated_at": when})
 
 
-def test_a_current_state_question_packs_the_newest_statement_of_the_fact_first() -> None:
-    old = dated(
+def celery_jobs() -> SearchHit:
+    """The older statement of a fact that the current-state tests update."""
+    return dated(
         "segment",
         "Jobs",
         ["Mara: What runs our background jobs?\nJonas: Celery workers on Redis."],
         datetime(2026, 3, 1, tzinfo=UTC),
     )
+
+
+def test_a_current_state_question_packs_the_newest_statement_of_the_fact_first() -> None:
+    old = celery_jobs()
     other = dated(
         "segment",
         "Lunch",
@@ -450,12 +455,7 @@ def test_a_newer_statement_close_in_meaning_counts_as_the_same_fact() -> None:
     """An update rarely repeats the question's words ("we replaced it with Dramatiq"): for a
     current-state question, a newer passage that states a change and whose vector is close
     to an older statement's (PACK_SAME_FACT_COSINE) is packed first."""
-    old = dated(
-        "segment",
-        "Jobs",
-        ["Mara: What runs our background jobs?\nJonas: Celery workers on Redis."],
-        datetime(2026, 3, 1, tzinfo=UTC),
-    )
+    old = celery_jobs()
     new = dated(
         "segment",
         "Queue",

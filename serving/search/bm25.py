@@ -11,9 +11,7 @@ from psycopg import sql
 from memory_pipeline import tuning
 from serving import keyword_index
 from serving import rerank_weights as W
-from serving.models import (
-    SearchFilters,
-)
+from serving.models import SearchFilters
 from serving.search.channel import EMPTY, ChannelResult
 from serving.search.filters import (
     exact_path,

@@ -12,9 +12,7 @@ import psycopg
 from psycopg import sql
 
 from serving import rerank_weights as W
-from serving.models import (
-    SearchFilters,
-)
+from serving.models import SearchFilters
 from serving.rerank import Candidate
 from serving.search.filters import filter_sql
 

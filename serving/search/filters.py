@@ -10,9 +10,7 @@ import psycopg
 from psycopg import sql
 
 from memory_pipeline import tuning
-from serving.models import (
-    SearchFilters,
-)
+from serving.models import SearchFilters
 
 # A memory a newer decision reverses (live contradicts edge: newer -> older) or that has a
 # successor (live superseded_by edge: old -> new); relationship discovery writes the first.

@@ -10,9 +10,7 @@ from psycopg import sql
 
 from memory_pipeline import tuning
 from serving import rerank_weights as W
-from serving.models import (
-    SearchFilters,
-)
+from serving.models import SearchFilters
 from serving.search.channel import ChannelResult
 from serving.search.filters import conditions, exact_path, filtered_memories, joined, narrowing
 
