@@ -84,3 +84,24 @@ def test_sigterm_stops_a_run_at_once_even_while_it_waits_for_the_pool(
     assert first.wait(timeout=30) == 2
     assert home.runs() == {first_id: "FAILURE", second_id: "FAILURE"}
     assert home.llm_slot_holders() == set()
+
+
+def test_ctrl_c_in_a_terminal_prints_one_line_and_no_traceback(
+    pipeline_home: PipelineHome,  # noqa: F811
+) -> None:
+    """A terminal's Ctrl-C signals the whole foreground process group: the CLI and every helper
+    process Dagster started for the run (the tail and orphan watcher that mirror a step's output).
+    The person sees one line saying what happened and what to do, never a helper's traceback."""
+    home = pipeline_home
+    first, first_id = start_run_in_semantic_pass(home)
+
+    os.killpg(first.pid, signal.SIGINT)
+    assert first.wait(timeout=60) == 2
+    said = home.log("first")
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said, said[-3000:]
+    assert said.strip().splitlines()[-1] == (
+        f"error: interrupted: run {first_id} (ingest_job) was stopped and marked failed; "
+        "`memory-pipeline run` picks its work up again"
+    )
+    assert home.runs() == {first_id: "FAILURE"}
+    assert home.llm_slot_holders() == set()

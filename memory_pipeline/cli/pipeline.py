@@ -14,6 +14,7 @@ from memory_pipeline.cli.app import app, safe_url, say
 from memory_pipeline.cli.processes import (
     STOP_SIGNALS,
     Service,
+    ctrl_c_for_this_process_only,
     require_free_port,
     supervise,
     unix_socket_accepts,
@@ -36,6 +37,7 @@ def run() -> None:
     urls = ensure_ready(settings, progress=say, check_backups=True)
     say(f"database ready: {safe_url(urls.app)}")
     instance = dagster_instance(settings, urls)
+    ctrl_c_for_this_process_only()
     materialize_all(instance, settings, progress=say, app_url=urls.app)
     say("")
     say("Done. Browse runs, assets and partitions in the Dagster UI:")

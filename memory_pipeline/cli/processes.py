@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +18,32 @@ from memory_pipeline.errors import UserError
 from memory_pipeline.settings import REPO_ROOT
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def ctrl_c_for_this_process_only() -> None:
+    """From now on a terminal's Ctrl-C reaches this process alone, as its SIGINT handler.
+
+    The terminal sends SIGINT to its whole foreground process group, which includes the helper
+    processes Dagster starts for each step of an in-process run (a `tail` and a Python orphan
+    watcher that mirror the step's output): the watcher died with a KeyboardInterrupt traceback
+    under our one-line message. A blocked signal, unlike a caught one, stays blocked in a child
+    (Dagster stops those helpers with SIGTERM), so SIGINT is blocked here and a thread waits for
+    it and raises it in the main thread, where the installed handler runs as before; a SIGUSR2
+    to the main thread (handled, doing nothing) breaks off a blocking call, such as a wait for
+    the model's answer, so that happens at once. Only processes started afterwards are spared;
+    the database server sets its own signal mask."""
+    signal.signal(signal.SIGUSR2, lambda signum, frame: None)
+    main = threading.main_thread().ident
+    assert main is not None
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def relay() -> None:
+        while True:
+            signal.sigwait({signal.SIGINT})
+            _thread.interrupt_main(signal.SIGINT)
+            signal.pthread_kill(main, signal.SIGUSR2)
+
+    threading.Thread(target=relay, name="ctrl-c", daemon=True).start()
 
 
 @dataclass(frozen=True)
