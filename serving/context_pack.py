@@ -8,8 +8,9 @@ a title line, its provenance ids and its excerpts, counted as rendered (`serving
 
 Excerpts are packed greedily by priority (`excerpt_priority`, weights in
 `serving/rerank_weights.py`): the fused ranks of the passage itself and of its memory, so the
-turn that matched best comes first whichever memory holds it, and a further excerpt of a memory
-already in the pack is favoured (it costs no title or provenance lines). An excerpt that does
+turn that matched best comes first whichever memory holds it, a turn that says more before a
+short reply ranked as high (`substance`), and a further excerpt of a memory already in the pack
+is favoured (it costs no title or provenance lines). An excerpt that does
 not fit is skipped (a smaller later one may still fit); a matched turn that does not fit is
 quoted by the one of its messages that says most of the query's words when that fits
 (`best_message`, marked cut). No memory is packed twice, and neither is what the pack already
@@ -203,10 +204,11 @@ def pack_excerpts(
         matched = newer_first(query, hits, matched, vectors)
     candidates: list[_Candidate] = []
     for i, passage, base in matched:
-        candidates.append(_Candidate(base, i, passage, False))
+        kind = hits[i].type
+        candidates.append(_Candidate(base * substance(passage, kind), i, passage, False))
         for n in neighbours.get(str(passage.id), []):
             share = W.PACK_NEIGHBOUR_SHARE if n.ordinal > passage.ordinal else W.PACK_PREVIOUS_SHARE
-            candidates.append(_Candidate(base * share, i, n, True))
+            candidates.append(_Candidate(base * share * substance(n, kind), i, n, True))
 
     items: dict[int, ContextItem] = {}
     packed_ids: set[str] = set()  # passages quoted whole (or found already quoted)
@@ -348,6 +350,18 @@ def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment
         if rank is not None:
             score += 1 / (k + rank)
     return score if kind == "segment" else score * W.PACK_DISTILLED_SHARE
+
+
+def substance(passage: PassageMatch, kind: str = "segment") -> float:
+    """How much a segment's turn says, as a factor of its priority (1 for a turn of
+    PACK_SUBSTANCE_TYPICAL_WORDS distinct content words, more for more); 1 for a distilled
+    memory (short by design: a decision says what it must)."""
+    if kind != "segment":
+        return 1.0
+    words = len(tokens(passage.text)) + W.PACK_SUBSTANCE_OFFSET
+    return (words / (W.PACK_SUBSTANCE_TYPICAL_WORDS + W.PACK_SUBSTANCE_OFFSET)) ** (
+        W.PACK_SUBSTANCE_EXPONENT
+    )
 
 
 _CURRENT_STATE = re.compile(

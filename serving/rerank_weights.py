@@ -109,9 +109,14 @@ TEMPORAL_NEIGHBOURS = 3
 #   that a segment passage quotes whole), PACK_NEIGHBOUR_SHARE of the passage it neighbours for
 #   the passage right after it (an answer follows its question) and PACK_PREVIOUS_SHARE for the
 #   one right before it, and PACK_OPEN_ITEM_BONUS once its memory is in the pack (another
-#   excerpt costs no title or provenance lines). A pack chooses among PACK_PASSAGES_PER_HIT
-#   passages of each of the search's MAX_LIMIT hits. Tuned on the long-conversation gold set
-#   (evaluation/long_conversations) and checked on the demo gold set: scripts/bench_retrieval.py.
+#   excerpt costs no title or provenance lines); a segment's passage (a turn, matched or
+#   neighbour) also times ((its distinct content words + PACK_SUBSTANCE_OFFSET) /
+#   (PACK_SUBSTANCE_TYPICAL_WORDS + PACK_SUBSTANCE_OFFSET)) ** PACK_SUBSTANCE_EXPONENT: a turn
+#   that says more is likelier to hold the fact asked about than a short reply ("Doris?",
+#   "ok lol") ranked as high (a turn of typical length keeps its priority). A pack chooses
+#   among PACK_PASSAGES_PER_HIT passages of each of the search's MAX_LIMIT hits. Tuned on the
+#   long-conversation and oblique-question gold sets (evaluation/) and checked on the demo gold
+#   set: scripts/bench_retrieval.py.
 PACK_RRF_K = 30
 PACK_HIT_WEIGHT = 1.0
 PACK_DISTILLED_SHARE = 0.8
@@ -119,6 +124,12 @@ PACK_NEIGHBOUR_SHARE = 0.7
 PACK_PREVIOUS_SHARE = 0.6
 PACK_OPEN_ITEM_BONUS = 1.25
 PACK_PASSAGES_PER_HIT = 8
+# (Measured with scripts/bench_retrieval.py --per-conversation, issue 11: one home per oblique
+# conversation 0.735/0.876 -> 0.753/0.894 at 1,000/2,000 tokens, the other sets unchanged
+# within a question; exponent 0.5 gained more alone but lost 0.02 at 1,000 when pooled.)
+PACK_SUBSTANCE_EXPONENT = 0.25
+PACK_SUBSTANCE_OFFSET = 3
+PACK_SUBSTANCE_TYPICAL_WORDS = 13
 # Updates: when the query asks for the current state (one of PACK_CURRENT_STATE_CUES as a
 # word), a matched passage that states a change (PACK_CHANGE_CUES) is packed at least
 # PACK_NEWER_STEP times above each older one that states the same fact (they share

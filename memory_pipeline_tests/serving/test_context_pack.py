@@ -128,7 +128,14 @@ def test_neighbouring_turns_come_when_the_budget_allows(corpus, reader, embedder
     assert all(n - 1 in matched or n + 1 in matched for n in neighbours)
     tight = context(reader, QUERY, 150, embedder=embedder)
     assert tight.tokens_used <= 150 and 1 <= len(tight.items) < len(roomy.items)
-    assert not any(e.neighbour for i in tight.items for e in i.excerpts)
+    near = [
+        (i.memory_id, e.passage_ordinal) for i in tight.items for e in i.excerpts if e.neighbour
+    ]
+    assert len(near) < sum(e.neighbour for i in roomy.items for e in i.excerpts)
+    matches = {
+        (i.memory_id, e.passage_ordinal) for i in tight.items for e in i.excerpts if not e.neighbour
+    }
+    assert all((m, o - 1) in matches or (m, o + 1) in matches for m, o in near)
     assert tight.truncated and tight.left_out_count >= 1
     text = pack_text(tight)
     assert "memory_read" in text and str(tight.left_out[0].memory_id) in text
@@ -169,6 +176,12 @@ def hit(kind: str, title: str, texts: list[str]) -> SearchHit:
         components={},
         passages=[passage(mid, i, t, f"chat-{title}") for i, t in enumerate(texts)],
     )
+
+
+def ranked(h: SearchHit, rank: int = 1) -> SearchHit:
+    """The hit with its passages ranked `rank` in both channels (ahead of unranked ones)."""
+    passages = [p.model_copy(update={"bm25_rank": rank, "vector_rank": rank}) for p in h.passages]
+    return h.model_copy(update={"passages": passages})
 
 
 def test_packing_order_skips_and_dedup_are_deterministic() -> None:
@@ -378,6 +391,33 @@ def test_a_turn_after_a_match_is_packed_before_the_turn_before_it() -> None:
     assert [e.passage_ordinal for e in pack.items[0].excerpts] == [1, 2]
 
 
+def test_a_turn_that_says_more_is_packed_before_a_short_reply_ranked_as_high(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Of two turns the channels rank alike, the one that says more is likelier to hold the
+    fact asked about (PACK_SUBSTANCE_EXPONENT): with room for one, it is the one packed, even
+    from the memory the search ranked second."""
+    short = ranked(hit("segment", "Chat A", ["Walter: Doris?\nRuth: Ha, no."]), 3)
+    full = ranked(
+        hit(
+            "segment",
+            "Chat B",
+            ["Ruth: Six frames with mats came to 310 dollars at the Lake St shop.\nWalter: Ok."],
+        ),
+        3,
+    )
+    hits, counts = [short, full], {str(short.id): 1, str(full.id): 1}
+    room_for_one = tokens_of(pack_item_text(_item_of(full)))
+    query = "how much did Ruth pay to have her art mounted"
+    assert [i.memory_id for i in pack_excerpts(query, room_for_one, hits, {}, counts).items] == [
+        full.id
+    ]
+    monkeypatch.setattr(W, "PACK_SUBSTANCE_EXPONENT", 0.0)  # ranks alone: the search's order
+    assert [i.memory_id for i in pack_excerpts(query, room_for_one, hits, {}, counts).items] == [
+        short.id
+    ]
+
+
 def test_the_left_out_list_names_ids_only() -> None:
     """What did not fit is listed cheaply: ids for memory_read, not titles."""
     hits = [
@@ -413,7 +453,7 @@ def test_a_whole_memory_says_so_and_is_counted_as_rendered() -> None:
 def test_a_turn_too_long_for_the_room_left_is_quoted_by_the_message_that_says_the_query() -> None:
     """When a matched turn does not fit whole, its message with most of the query's words
     may: it is quoted alone and marked cut (memory_read has the rest)."""
-    first = hit("segment", "Chat A", ["Mara: where do the backups go?\nJonas: to kestrel"])
+    first = ranked(hit("segment", "Chat A", ["Mara: where do the backups go?\nJonas: to kestrel"]))
     question = "Mara: " + "so about that thing we talked about last week, " * 8
     answer = "Jonas: The offsite copy runs nightly at 02:00."
     second = hit("segment", "Chat B", [f"{question}\n{answer}"])
@@ -455,7 +495,7 @@ def test_a_newer_statement_close_in_meaning_counts_as_the_same_fact() -> None:
     """An update rarely repeats the question's words ("we replaced it with Dramatiq"): for a
     current-state question, a newer passage that states a change and whose vector is close
     to an older statement's (PACK_SAME_FACT_COSINE) is packed first."""
-    old = celery_jobs()
+    old = ranked(celery_jobs())  # the search ranks the older statement first
     new = dated(
         "segment",
         "Queue",
