@@ -10,8 +10,8 @@ Excerpts are packed greedily by priority (`excerpt_priority`, weights in
 `serving/rerank_weights.py`): the fused ranks of the passage itself and of its memory, so the
 turn that matched best comes first whichever memory holds it, a turn that says more before a
 short reply ranked as high (`substance`), and a further excerpt of a memory already in the pack
-is favoured (it costs no title or provenance lines). An excerpt that does
-not fit is skipped (a smaller later one may still fit); a matched turn that does not fit is
+is favoured (it costs no title or provenance lines). An excerpt that does not fit is skipped
+(a smaller later one may still fit); a matched turn that does not fit is
 quoted by the one of its messages that says most of the query's words when that fits
 (`best_message`, marked cut). No memory is packed twice, and neither is what the pack already
 holds: an excerpt whose text is in it, or a decision or insight whose turns a segment excerpt

@@ -124,9 +124,9 @@ PACK_NEIGHBOUR_SHARE = 0.7
 PACK_PREVIOUS_SHARE = 0.6
 PACK_OPEN_ITEM_BONUS = 1.25
 PACK_PASSAGES_PER_HIT = 8
-# (Measured with scripts/bench_retrieval.py --per-conversation, issue 11: one home per oblique
-# conversation 0.735/0.876 -> 0.753/0.894 at 1,000/2,000 tokens, the other sets unchanged
-# within a question; exponent 0.5 gained more alone but lost 0.02 at 1,000 when pooled.)
+# (Issue 11, the homes of scripts/bench_retrieval.py --per-conversation: one home per oblique
+# conversation 0.735/0.876 -> 0.753/0.894 at 1,000/2,000 tokens on the same imports, the other
+# sets within a question or two; exponent 0.5 gained more there but lost 0.02 at 1,000 pooled.)
 PACK_SUBSTANCE_EXPONENT = 0.25
 PACK_SUBSTANCE_OFFSET = 3
 PACK_SUBSTANCE_TYPICAL_WORDS = 13
