@@ -8,12 +8,14 @@ a title line, its provenance ids and its excerpts, counted as rendered (`serving
 
 Excerpts are packed greedily by priority (`excerpt_priority`, weights in
 `serving/rerank_weights.py`): the fused ranks of the passage itself and of its memory, so the
-turn that matched best comes first whichever memory holds it, a turn that says more before a
-short reply ranked as high (`substance`), and a further excerpt of a memory already in the pack
-is favoured (it costs no title or provenance lines). An excerpt that does not fit is skipped
-(a smaller later one may still fit); a matched turn that does not fit is
-quoted by the one of its messages that says most of the query's words when that fits
-(`best_message`, marked cut). No memory is packed twice, and neither is what the pack already
+turn that matched best comes first whichever memory holds it, a turn or message that says more
+before a short reply ranked as high (`substance`), and a further excerpt of a memory already in
+the pack is favoured (it costs no title or provenance lines). A turn is packed message by
+message (`_pieces`): each of its messages is a candidate of its own, ranked up by its own
+vector's nearness to the query (`message_bonus`), so the side of a turn that matched is quoted
+(marked cut) without the side that says nothing of the task, and the turn is quoted whole once
+both are in. An excerpt that does not fit is skipped (a smaller later one may still fit). No
+memory is packed twice, and neither is what the pack already
 holds: an excerpt whose text is in it, or a decision or insight whose turns a segment excerpt
 quotes (a segment excerpt packed later that quotes a distilled item's text word for word takes
 its place and its room). A question about the current state ("... now?") packs the latest
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from memory_pipeline.embedding.passages import PIECE_NUMBER, PIECES_FROM
 from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
 from serving import rerank_weights as W
@@ -59,11 +62,23 @@ def tokens_of(text: str) -> int:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """One message of a passage (`Speaker: text`), as the passage renders it: `number` orders
+    it within the passage, `rank` is its place among every candidate message by its own vector
+    (1 = nearest the query; None without a vector)."""
+
+    number: int
+    text: str
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
 class _Candidate:
     priority: float
     hit_index: int
     passage: PassageMatch
     neighbour: bool
+    piece: Piece | None = None  # one message of the passage; None: the passage whole
 
 
 def context(
@@ -101,11 +116,18 @@ def context(
         )
         hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
         neighbours, sizes = _neighbours_and_sizes(conn, hits)
-        messages = _messages(conn, [p for h in hits if h.type == "segment" for p in h.passages])
+        quotable = [
+            p
+            for h in hits
+            if h.type == "segment"
+            for m in h.passages
+            for p in (m, *neighbours.get(str(m.id), []))
+        ]
+        pieces = _pieces(conn, quotable, query, embedder)
         vectors = (
             passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
         )
-        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, messages, vectors)
+        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
         if record_surface and pack.items:
             record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
     return pack
@@ -146,40 +168,47 @@ def _neighbours_and_sizes(
     return out, sizes
 
 
-def _messages(conn: psycopg.Connection, passages: list[PassageMatch]) -> dict[str, list[str]]:
-    """For each matched passage that quotes a whole turn, the turn's messages as the passage
-    renders them (`Speaker: text`, semantic/store.py render_turns): the pieces a pack can quote
-    alone when the whole passage does not fit (`pack_excerpts`)."""
-    if not passages:
+def _pieces(
+    conn: psycopg.Connection,
+    passages: list[PassageMatch],
+    query: str,
+    embedder: QueryEmbedder | None,
+) -> dict[str, list[Piece]]:
+    """The messages of each passage that quotes several, in order, ranked among all of them by
+    their own vectors' cosine to the query in the serving space (passage_piece_embeddings,
+    written by the embedding asset for the passages that quote their turns whole; none before
+    it has, and then a pack quotes whole passages). Messages that do not render their
+    passage's text exactly (a passage cut again since) are not used."""
+    space = serving_space(conn)
+    if not passages or space is None or embedder is None:
         return {}
     rows = conn.execute(
-        "SELECT p.id::text, a.prompt_speaker, a.prompt, a.outcome_speaker, a.outcome"
-        " FROM memory_passages p"
-        " CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)"
-        " JOIN agent_turns a ON a.id = u.turn_id"
-        " WHERE p.id = ANY(%s::uuid[]) ORDER BY p.id, u.n",
-        [[str(p.id) for p in passages]],
+        f"SELECT p.id::text, {PIECE_NUMBER}, s.text, e.embedding <=> %s::vector"
+        f" FROM {PIECES_FROM} JOIN passage_piece_embeddings e ON e.passage_id = p.id"
+        f" AND e.piece = {PIECE_NUMBER} AND e.space = %s"
+        " WHERE p.id = ANY(%s::uuid[]) AND s.text IS NOT NULL ORDER BY 1, 2",
+        [
+            embedder.embed(space[0], query),
+            space[0],
+            list(dict.fromkeys(str(p.id) for p in passages)),
+        ],
     ).fetchall()
-    text = {str(p.id): p.text for p in passages}
-    out: dict[str, list[str]] = {}
-    for pid, prompt_speaker, prompt, outcome_speaker, outcome in rows:
-        for piece in (
-            f"{prompt_speaker or 'User'}: {prompt}",
-            f"{outcome_speaker or 'Agent'}: {outcome}" if outcome.strip() else "",
-        ):
-            if piece and piece in text[pid]:
-                out.setdefault(pid, []).append(piece)
-    return {pid: pieces for pid, pieces in out.items() if len(pieces) > 1}
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][3], rows[i][0], rows[i][1]))
+    rank = {(rows[i][0], rows[i][1]): r for r, i in enumerate(order, start=1)}
+    by_passage: dict[str, list[Piece]] = {}
+    for pid, n, text, _ in rows:
+        by_passage.setdefault(pid, []).append(Piece(n, text, rank[(pid, n)]))
+    texts = {str(p.id): p.text for p in passages}
+    return {pid: ps for pid, ps in by_passage.items() if _joined(ps) == texts[pid]}
 
 
-def best_message(query: str, pieces: list[str]) -> str | None:
-    """The message of a passage that says most of the query's content words (the shorter one
-    on a tie, None when it says none): what a pack quotes of a matched turn too long for the
-    room left."""
-    query_words = tokens(query)
-    scored = [(len(tokens(m) & query_words), -len(m), m) for m in pieces]
-    overlap, _, best = max(scored, default=(0, 0, ""))
-    return best if overlap else None
+def _joined(pieces: list[Piece]) -> str:
+    """The text of the pieces as their passage renders them: a turn's messages on their own
+    lines, turns apart by a blank line (passages.turn_text, passages.cut)."""
+    turns: dict[int, list[str]] = {}
+    for p in pieces:
+        turns.setdefault(p.number // 2, []).append(p.text)
+    return "\n\n".join("\n".join(texts) for _, texts in sorted(turns.items()))
 
 
 def pack_excerpts(
@@ -188,13 +217,14 @@ def pack_excerpts(
     hits: list[SearchHit],
     neighbours: dict[str, list[PassageMatch]],
     passage_counts: dict[str, int],
-    messages: dict[str, list[str]] | None = None,
+    pieces: dict[str, list[Piece]] | None = None,
     vectors: dict[str, np.ndarray] | None = None,
 ) -> ContextPack:
     """The pack for ranked hits whose `passages` are their matched passages, best first.
-    `messages` holds, for a matched passage of several messages, those messages: when the whole
-    passage does not fit, the one that says most of the query is quoted alone (marked cut)."""
-    messages = messages or {}
+    `pieces` holds, for a passage of several messages, those messages: each is a candidate of
+    its own (its passage's priority plus `message_bonus`), quoted alone (marked cut) until all
+    of them are."""
+    pieces = pieces or {}
     matched = [
         (i, passage, excerpt_priority(passage, i, hit.type))
         for i, hit in enumerate(hits)
@@ -203,44 +233,53 @@ def pack_excerpts(
     if asks_current_state(query):
         matched = newer_first(query, hits, matched, vectors)
     candidates: list[_Candidate] = []
-    for i, passage, base in matched:
+
+    def add(priority: float, i: int, passage: PassageMatch, neighbour: bool) -> None:
         kind = hits[i].type
-        candidates.append(_Candidate(base * substance(passage, kind), i, passage, False))
+        for piece in pieces.get(str(passage.id)) or [None]:
+            text = piece.text if piece else passage.text
+            priority_of = priority * substance(text, kind) + message_bonus(piece)
+            candidates.append(_Candidate(priority_of, i, passage, neighbour, piece))
+
+    for i, passage, base in matched:
+        add(base, i, passage, False)
         for n in neighbours.get(str(passage.id), []):
             share = W.PACK_NEIGHBOUR_SHARE if n.ordinal > passage.ordinal else W.PACK_PREVIOUS_SHARE
-            candidates.append(_Candidate(base * share * substance(n, kind), i, n, True))
+            add(base * share, i, n, True)
 
     items: dict[int, ContextItem] = {}
     packed_ids: set[str] = set()  # passages quoted whole (or found already quoted)
-    parts: dict[str, str] = {}  # passage id -> the one message of it quoted so far
+    quoted: dict[str, set[int]] = {}  # passage id -> the numbers of its messages quoted so far
     packed_texts: list[str] = []
     represented: set[int] = set()  # hits whose matched text another memory's excerpt holds
     quoted_turns: set[tuple[str | None, int]] = set()  # (task, turn) quoted by segment excerpts
     used = 0
     skipped = False
 
-    def cost_of(trial: ContextItem, item: ContextItem | None) -> int:
-        return tokens_of(pack_item_text(trial)) - (tokens_of(pack_item_text(item)) if item else 0)
+    sizes: dict[int, int] = {}  # tokens of each packed item as rendered
+
+    def cost_of(trial: ContextItem, item: ContextItem | None, i: int) -> int:
+        return tokens_of(pack_item_text(trial)) - (sizes[i] if item else 0)
 
     for cand in _best_first(candidates, items):
         pid = str(cand.passage.id)
-        if pid in packed_ids:
+        if pid in packed_ids or (cand.piece and cand.piece.number in quoted.get(pid, ())):
             continue
         hit = hits[cand.hit_index]
-        key = _normal(cand.passage.text)
+        key = _normal(cand.piece.text if cand.piece else cand.passage.text)
         turns = {(cand.passage.native_task_id, t.ordinal) for t in cand.passage.turns}
         if (key and any(key in seen for seen in packed_texts)) or (
             hit.type != "segment" and turns and turns <= quoted_turns
         ):
             # Already in the pack: its text, or (a distilled memory) the turns it rests on.
-            packed_ids.add(pid)
+            if cand.piece:
+                quoted.setdefault(pid, set()).add(cand.piece.number)
+            else:
+                packed_ids.add(pid)
             represented.add(cand.hit_index)
             continue
         item = items.get(cand.hit_index)
-        # (A neighbour that is a matched passage quoted in part so far is still a match.)
-        excerpt = _excerpt(cand.passage, cand.neighbour and pid not in parts)
-        trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
-        cost = cost_of(trial, item)
+        excerpt, whole = _excerpt_with(cand, item, pieces.get(pid, []), quoted.get(pid, set()))
         # A distilled memory packed earlier whose every excerpt this segment excerpt quotes
         # word for word (a sentence of the turn) would be said twice: it gives its room back.
         # Text, not turn ids: a long turn is cut into several passages.
@@ -254,41 +293,35 @@ def pack_excerpts(
             if hit.type == "segment" and key
             else []
         )
-        cost -= sum(tokens_of(pack_item_text(items[j])) for j in covered)
+        freed = sum(sizes[j] for j in covered)
+        if items and used + _at_least(cand) - freed > token_budget:
+            skipped = True  # cannot fit whatever it renders to: not worth rendering
+            continue
+        trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
+        cost = cost_of(trial, item, cand.hit_index) - freed
         if used + cost > token_budget:
             skipped = True
-            part = None if cand.neighbour else best_message(query, messages.get(pid, []))
-            if (
-                part is not None
-                and pid not in parts
-                and not any(_normal(part) in seen for seen in packed_texts)
-            ):
-                # The whole turn does not fit: its message that says most of the query may.
-                excerpt = _excerpt(cand.passage, False, part)
-                trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
-                if used + cost_of(trial, item) <= token_budget:
-                    used += cost_of(trial, item)
-                    items[cand.hit_index] = trial
-                    packed_texts.append(_normal(part))
-                    parts[pid] = part
-                    continue
             if not items and not cand.neighbour:
                 # Nothing packed yet and the best excerpt alone is too long: quote its head.
                 trial = _cut_to_fit(hit, excerpt, token_budget)
                 if trial is not None:
                     items[cand.hit_index] = trial
-                    used = tokens_of(pack_item_text(trial))
+                    used = sizes[cand.hit_index] = tokens_of(pack_item_text(trial))
                     packed_ids.add(pid)
             continue
         used += cost
         for j in covered:
-            del items[j]
+            del items[j], sizes[j]
             represented.add(j)
         items[cand.hit_index] = trial
+        sizes[cand.hit_index] = tokens_of(pack_item_text(trial))
         packed_texts.append(key)
-        packed_ids.add(pid)
-        if hit.type == "segment":
-            quoted_turns |= turns
+        if whole:
+            packed_ids.add(pid)
+            if hit.type == "segment":
+                quoted_turns |= turns
+        else:
+            quoted.setdefault(pid, set()).add(cand.piece.number)  # type: ignore[union-attr]
 
     ordered = []
     for i in sorted(items):
@@ -312,6 +345,40 @@ def pack_excerpts(
     )
 
 
+def _at_least(cand: _Candidate) -> int:
+    """Tokens a candidate adds to the pack at the least: its text (a message, or the passage),
+    less a tenth for what cleaning may drop (render.clean: control and format characters)."""
+    text = cand.piece.text if cand.piece else cand.passage.text
+    return (len(text) - len(text) // 10) // W.CHARS_PER_TOKEN - 1
+
+
+def message_bonus(piece: Piece | None) -> float:
+    """What a message's own rank adds to its passage's priority: PACK_MESSAGE_WEIGHT /
+    (PACK_RRF_K + its rank among the candidate messages by vector); 0 unranked."""
+    if piece is None or piece.rank is None:
+        return 0.0
+    return W.PACK_MESSAGE_WEIGHT / (W.PACK_RRF_K + piece.rank)
+
+
+def _excerpt_with(
+    cand: _Candidate, item: ContextItem | None, pieces: list[Piece], quoted: set[int]
+) -> tuple[Excerpt, bool]:
+    """The excerpt of the candidate's passage once the candidate is quoted: the passage whole,
+    or its messages quoted so far plus this one, in order (marked cut until all are). Returns
+    it and whether it is the whole passage. An excerpt that quotes a match stays a match when
+    a message of the same passage joins it as a neighbour."""
+    passage = cand.passage
+    earlier = next((e for e in (item.excerpts if item else []) if e.passage_id == passage.id), None)
+    neighbour = cand.neighbour and (earlier is None or earlier.neighbour)
+    if cand.piece is None:
+        return _excerpt(passage, neighbour), True
+    chosen = quoted | {cand.piece.number}
+    if chosen >= {p.number for p in pieces}:
+        return _excerpt(passage, neighbour), True
+    text = _joined([p for p in pieces if p.number in chosen])
+    return _excerpt(passage, neighbour, text), False
+
+
 def _best_first(
     candidates: list[_Candidate], items: dict[int, ContextItem]
 ) -> Iterator[_Candidate]:
@@ -319,12 +386,12 @@ def _best_first(
     caller fills as it goes) weighted by PACK_OPEN_ITEM_BONUS: another excerpt of a packed
     memory costs no title or provenance lines."""
 
-    def key(c: _Candidate) -> tuple[float, int, bool, int]:
-        return (-c.priority, c.hit_index, c.neighbour, c.passage.ordinal)
+    def key(c: _Candidate) -> tuple[float, int, bool, int, int]:
+        return (-c.priority, c.hit_index, c.neighbour, c.passage.ordinal, _number(c))
 
     closed = [(key(c), n, c) for n, c in enumerate(candidates)]
     heapq.heapify(closed)
-    opened: list[tuple[tuple[float, int, bool, int], int, _Candidate]] = []
+    opened: list[tuple[tuple[float, int, bool, int, int], int, _Candidate]] = []
     moved: set[int] = set()
     while closed or opened:
         # Move the candidates of memories packed since the last step to the boosted queue.
@@ -340,6 +407,10 @@ def _best_first(
             yield heapq.heappop(closed)[2]
 
 
+def _number(c: _Candidate) -> int:
+    return c.piece.number if c.piece else -1
+
+
 def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment") -> float:
     """Reciprocal Rank Fusion of the passage's own ranks (BM25 and vectors, among passages)
     and its memory's rank in the search (which carries the rerank), the latter weighted; a
@@ -352,13 +423,13 @@ def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment
     return score if kind == "segment" else score * W.PACK_DISTILLED_SHARE
 
 
-def substance(passage: PassageMatch, kind: str = "segment") -> float:
-    """How much a segment's turn says, as a factor of its priority (1 for a turn of
+def substance(text: str, kind: str = "segment") -> float:
+    """How much a segment's turn or message says, as a factor of its priority (1 for
     PACK_SUBSTANCE_TYPICAL_WORDS distinct content words, more for more); 1 for a distilled
     memory (short by design: a decision says what it must)."""
     if kind != "segment":
         return 1.0
-    words = len(tokens(passage.text)) + W.PACK_SUBSTANCE_OFFSET
+    words = len(tokens(text)) + W.PACK_SUBSTANCE_OFFSET
     return (words / (W.PACK_SUBSTANCE_TYPICAL_WORDS + W.PACK_SUBSTANCE_OFFSET)) ** (
         W.PACK_SUBSTANCE_EXPONENT
     )
@@ -498,7 +569,7 @@ def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) ->
             provenance=hit.provenance,
             flags=hit.flags,
         )
-    # The whole passage takes the place of the one message of it quoted so far.
+    # The passage's excerpt takes the place of the messages of it quoted so far.
     kept = [e for e in item.excerpts if e.passage_id != excerpt.passage_id]
     return item.model_copy(update={"excerpts": [*kept, excerpt]})
 

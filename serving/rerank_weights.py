@@ -113,10 +113,12 @@ TEMPORAL_NEIGHBOURS = 3
 #   neighbour) also times ((its distinct content words + PACK_SUBSTANCE_OFFSET) /
 #   (PACK_SUBSTANCE_TYPICAL_WORDS + PACK_SUBSTANCE_OFFSET)) ** PACK_SUBSTANCE_EXPONENT: a turn
 #   that says more is likelier to hold the fact asked about than a short reply ("Doris?",
-#   "ok lol") ranked as high (a turn of typical length keeps its priority). A pack chooses
-#   among PACK_PASSAGES_PER_HIT passages of each of the search's MAX_LIMIT hits. Tuned on the
-#   long-conversation and oblique-question gold sets (evaluation/) and checked on the demo gold
-#   set: scripts/bench_retrieval.py.
+#   "ok lol") ranked as high (a turn of typical length keeps its priority). A turn with a vector
+#   per message is packed message by message: each at the turn's priority, with the factor of
+#   the message's own words, plus PACK_MESSAGE_WEIGHT / (PACK_RRF_K + its rank by vector among
+#   the candidate messages). A pack chooses among PACK_PASSAGES_PER_HIT passages of each of the
+#   search's MAX_LIMIT hits. Tuned on the long-conversation and oblique-question gold sets
+#   (evaluation/) and checked on the demo gold set: scripts/bench_retrieval.py.
 PACK_RRF_K = 30
 PACK_HIT_WEIGHT = 1.0
 PACK_DISTILLED_SHARE = 0.8
@@ -124,6 +126,17 @@ PACK_NEIGHBOUR_SHARE = 0.7
 PACK_PREVIOUS_SHARE = 0.6
 PACK_OPEN_ITEM_BONUS = 1.25
 PACK_PASSAGES_PER_HIT = 8
+# Messages: a passage that quotes several messages (a turn's question and answer) is packed
+# message by message, each ranked by its own vector (passage_piece_embeddings): a turn's vector
+# blends both sides, and quoting the side that says nothing of the task costs as much room as
+# the side that does. Issue 11, scripts/bench_retrieval.py homes, evidence at 1,000/2,000
+# tokens: the oblique set, one home per conversation, 0.766/0.896 -> 0.795/0.928 (weight 1.0:
+# 0.799/0.925, 1.5: 0.774/0.911, 3.0: 0.699/0.883: a message's own rank then outweighs its
+# memory's and the pack scatters over many items, each paying its header); all five in one
+# home 0.747/0.871 -> 0.781/0.901; long conversations 0.920/0.976 -> 0.915/0.983. A message's
+# substance with exponent 0.5 found more on the oblique set (one home per conversation
+# 0.819/0.933) but lost 0.03 at 1,000 on the long set, whose users ask in short messages.
+PACK_MESSAGE_WEIGHT = 0.5
 # (Issue 11, the homes of scripts/bench_retrieval.py --per-conversation: one home per oblique
 # conversation 0.735/0.876 -> 0.753/0.894 at 1,000/2,000 tokens on the same imports, the other
 # sets within a question or two; exponent 0.5 gained more there but lost 0.02 at 1,000 pooled.)

@@ -33,7 +33,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -210,6 +210,8 @@ class _Rows:
     cursors: list[tuple] = field(default_factory=list)
     passages: list[tuple] = field(default_factory=list)
     passage_vectors: list[tuple[uuid.UUID, np.ndarray, str]] = field(default_factory=list)
+    # (passage, piece number, vector, sha): each message of a whole-turn passage (sql/024)
+    piece_vectors: list[tuple[uuid.UUID, int, np.ndarray, str]] = field(default_factory=list)
     memory_vectors: list[tuple[uuid.UUID, np.ndarray, str]] = field(default_factory=list)
 
 
@@ -223,10 +225,20 @@ class _Turn:
     outcome: str
     at: datetime
     sentences: list[int]
+    prompt_sentences: int  # the first this many of `sentences` are the prompt's
 
     @property
     def text(self) -> str:
         return turn_text(self.prompt_speaker, self.prompt, self.outcome_speaker, self.outcome)
+
+    def pieces(self) -> list[tuple[str, list[int]]]:
+        """Its messages as its passage renders them, each with its sentences."""
+        split = self.prompt_sentences
+        out = [(f"{self.prompt_speaker or 'User'}: {self.prompt}", self.sentences[:split])]
+        if self.outcome:
+            outcome = f"{self.outcome_speaker or 'Agent'}: {self.outcome}"
+            out.append((outcome, self.sentences[split:]))
+        return out
 
 
 class _Generator:
@@ -297,6 +309,7 @@ class _Generator:
                     self.prose(o_idx, project),
                     at,
                     p_idx + o_idx,
+                    len(p_idx),
                 )
             )
             at += timedelta(seconds=rng.randrange(60, 1800))
@@ -536,6 +549,11 @@ class _Generator:
             vec = self.vector(turn.sentences if turn else vector_idx or [0])
             total += vec
             self.rows.passage_vectors.append((pid, vec, text_sha256(embed_text(heading, text))))
+            if turn and text == turn.text and len(pieces := turn.pieces()) > 1:
+                for n, (piece, sentences) in enumerate(pieces):
+                    self.rows.piece_vectors.append(
+                        (pid, n, self.vector(sentences), text_sha256(piece))
+                    )
         mem_vec = total / (np.linalg.norm(total) or 1.0)
         self.rows.memory_vectors.append(
             (memory_id, mem_vec, text_sha256(embedding_text(title, content)))
@@ -652,6 +670,7 @@ def load_corpus(app_url: str, scale: int, seed: int = 0, progress: Progress = _n
             )
             _copy_vectors(conn, "memory_embeddings", "memory_id", rows.memory_vectors)
             _copy_vectors(conn, "passage_embeddings", "passage_id", rows.passage_vectors)
+            _copy_vectors(conn, "passage_piece_embeddings", "passage_id, piece", rows.piece_vectors)
             conn.execute(
                 "UPDATE embedding_spaces SET serving = (name = %s),"
                 " completed_at = CASE WHEN name = %s THEN now() END",
@@ -726,16 +745,16 @@ def _copy_passages(conn: psycopg.Connection, data: list[tuple]) -> None:
     )
 
 
-def _copy_vectors(
-    conn: psycopg.Connection, table: str, key: str, data: list[tuple[uuid.UUID, np.ndarray, str]]
-) -> None:
-    """Binary COPY: formatting 100K x 384 floats as text would dominate the load."""
+def _copy_vectors(conn: psycopg.Connection, table: str, key: str, data: Sequence[tuple]) -> None:
+    """Binary COPY of (key..., vector, sha) rows: formatting 100K x 384 floats as text would
+    dominate the load. `key` names the key columns (a uuid, then an integer if two)."""
+    types = ["uuid", "integer"][: key.count(",") + 1]
     with (
         conn.cursor() as cur,
         cur.copy(
             f"COPY {table} ({key}, space, embedding, content_sha256) FROM STDIN (FORMAT BINARY)"
         ) as copy,
     ):
-        copy.set_types(["uuid", "text", "vector", "text"])
-        for ident, vec, sha in data:
-            copy.write_row((ident, SPACE, vec, sha))
+        copy.set_types([*types, "text", "vector", "text"])
+        for *ident, vec, sha in data:
+            copy.write_row((*ident, SPACE, vec, sha))

@@ -18,7 +18,8 @@ from memory_pipeline.semantic.definitions import semantic_memories
     kinds={"pgvector"},
     description=(
         "The partition's memories cut into passages (at turn boundaries, each within the "
-        "embedder's window), and vectors for memories and passages in the active embedding "
+        "embedder's window), and vectors for memories, passages and each message a passage "
+        "quotes (context packs rank and quote messages one by one) in the active embedding "
         "space (MEMORY_EMBEDDING_SPACE: local all-MiniLM-L6-v2 by default, or "
         "ollama:bge-m3:1024). Cuts and embeds only what is missing or stale. After a space "
         "change, backfill all partitions: search keeps serving the old space until every "
@@ -46,6 +47,7 @@ def memory_embeddings(
             "memories_cut_into_passages": report.passages_cut,
             "passages_embedded": report.passages_embedded,
             "passage_vectors_reused": report.passages_reused,
+            "passage_messages_embedded": report.pieces_embedded,
             "serving_space": report.serving_space or "none yet",
             "active_space_coverage": report.space_coverage,
             **keywords,

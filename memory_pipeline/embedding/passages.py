@@ -84,6 +84,31 @@ def turn_text(
     return text
 
 
+# The messages of a passage that quotes its turns whole ("pieces"), as `turn_text` renders
+# them: over PIECES_FROM (memory_passages p, its turns a, their sides s), a piece is numbered
+# PIECE_NUMBER (2 * the turn's place in the passage + side) and holds s.text, for the rows
+# PIECES_WHERE keeps. A passage of one message, or of part of a turn (a long turn cut at
+# sentence boundaries), has none. The embedding step gives each piece its own vector
+# (passage_piece_embeddings); a context pack ranks and quotes them one by one
+# (serving/context_pack.py).
+PIECES_FROM = """memory_passages p
+CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)
+JOIN agent_turns a ON a.id = u.turn_id
+CROSS JOIN LATERAL (VALUES
+    (0, coalesce(a.prompt_speaker, 'User') || ': ' || a.prompt),
+    (1, CASE WHEN a.outcome <> '' THEN coalesce(a.outcome_speaker, 'Agent') || ': ' || a.outcome
+        END)
+) AS s(side, text)"""
+PIECE_NUMBER = "2 * (u.n - 1) + s.side"
+PIECES_WHERE = """s.text IS NOT NULL AND s.text <> p.text AND p.text = (
+    SELECT string_agg(coalesce(t.prompt_speaker, 'User') || ': ' || t.prompt
+                      || CASE WHEN t.outcome <> ''
+                         THEN E'\n' || coalesce(t.outcome_speaker, 'Agent') || ': ' || t.outcome
+                         ELSE '' END, E'\n\n' ORDER BY w.n)
+    FROM unnest(p.turn_ids) WITH ORDINALITY AS w(turn_id, n)
+    JOIN agent_turns t ON t.id = w.turn_id)"""
+
+
 def token_limit(embedder: Embedder) -> int:
     return min(tuning.PASSAGE_MAX_TOKENS, embedder.window_tokens)
 

@@ -1,6 +1,7 @@
 """Embedding what is missing in the active space, and deciding which space search serves.
 
-Memories and their passages (embedding/passages.py) each get a vector. A vector is stale when
+Memories, their passages and the messages a passage quotes (embedding/passages.py) each get a
+vector. A vector is stale when
 the text it was computed from changed (a growing tail segment): `content_sha256` of the embedded
 text tells. Search reads only the space marked `serving`, and a
 space becomes the serving one only once every memory has a current vector in it, so switching
@@ -17,7 +18,13 @@ import psycopg
 from pydantic import BaseModel
 
 from memory_pipeline.embedding.embedder import Embedder
-from memory_pipeline.embedding.passages import EMBED_TEXT_SQL, sync_passages
+from memory_pipeline.embedding.passages import (
+    EMBED_TEXT_SQL,
+    PIECE_NUMBER,
+    PIECES_FROM,
+    PIECES_WHERE,
+    sync_passages,
+)
 from memory_pipeline.embedding.reuse import embed_reusing
 from memory_pipeline.tuning import EMBED_BATCH_SIZE
 
@@ -29,6 +36,7 @@ class EmbeddingReport(BaseModel):
     passages_cut: int = 0  # memories whose passages were (re)written
     passages_embedded: int = 0  # passage vectors computed
     passages_reused: int = 0  # passage vectors copied from the memory's own (same text)
+    pieces_embedded: int = 0  # vectors of a passage's messages (passage_piece_embeddings)
     passages: int = 0  # passages of the window
     serving_space: str | None = None
     space_coverage: float = 0.0  # share of all memories complete (passages too) in `space`
@@ -142,6 +150,30 @@ def embed_window(
         params=params,
         progress=progress,
     )
+    # Each message of a passage of several (a turn's question and answer): ranked and quoted
+    # alone by context packs.
+    report.pieces_embedded = _embed_claimed(
+        conn,
+        embedder,
+        what="messages of passages",
+        select=(
+            f"SELECT p.id, {PIECE_NUMBER}, s.text FROM {PIECES_FROM}"
+            " JOIN memories m ON m.id = p.memory_id"
+            " LEFT JOIN passage_piece_embeddings e ON e.passage_id = p.id"
+            f" AND e.piece = {PIECE_NUMBER} AND e.space = %(space)s"
+            f" WHERE {_WINDOW} AND {PIECES_WHERE}"
+            f" AND (e.passage_id IS NULL OR e.content_sha256 <> {_sql_sha('s.text')})"
+        ),
+        lock="p",
+        insert=(
+            "INSERT INTO passage_piece_embeddings"
+            " (passage_id, piece, space, embedding, content_sha256) VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (passage_id, piece, space) DO UPDATE SET embedding = EXCLUDED.embedding,"
+            " content_sha256 = EXCLUDED.content_sha256, embedded_at = now()"
+        ),
+        params=params,
+        progress=progress,
+    )
     report.passages = conn.execute(
         f"SELECT count(*) FROM memory_passages p JOIN memories m ON m.id = p.memory_id"
         f" WHERE {_WINDOW}",
@@ -164,7 +196,8 @@ def _embed_claimed(
 ) -> int:
     """Embed stale rows batch by batch, each batch claimed under row locks for its transaction.
 
-    `select` returns (id, text) of the stale rows; rows locked by another run are skipped and
+    `select` returns the key columns and then the text of the stale rows (`insert` takes the
+    key, the space, the vector and the text's hash); rows locked by another run are skipped and
     the staleness test runs again for every batch, so nothing is embedded twice.
     """
     todo = conn.execute(f"SELECT count(*) FROM ({select}) s", params).fetchone()[0]  # type: ignore[index]
@@ -172,18 +205,18 @@ def _embed_claimed(
     while True:
         with conn.transaction():
             rows = conn.execute(
-                f"{select} ORDER BY 1 LIMIT %(batch)s FOR UPDATE OF {lock} SKIP LOCKED",
+                f"{select} ORDER BY 1, 2 LIMIT %(batch)s FOR UPDATE OF {lock} SKIP LOCKED",
                 {**params, "batch": EMBED_BATCH_SIZE},
             ).fetchall()
             if not rows:
                 break
-            vectors = embed_reusing(embedder, [text for _, text in rows])
+            vectors = embed_reusing(embedder, [row[-1] for row in rows])
             with conn.cursor() as cur:
                 cur.executemany(
                     insert,
                     [
-                        (row_id, embedder.space, vector, text_sha256(text))
-                        for (row_id, text), vector in zip(rows, vectors, strict=True)
+                        (*row[:-1], embedder.space, vector, text_sha256(row[-1]))
+                        for row, vector in zip(rows, vectors, strict=True)
                     ],
                 )
         done += len(rows)
@@ -194,14 +227,18 @@ def _embed_claimed(
 
 def days_missing_vectors(conn: psycopg.Connection, space: str) -> set[date]:
     """Partition days holding a memory without a vector in `space`, without passages, or with
-    a passage without a vector in `space`."""
+    a passage (or a message of one) without a vector in `space`."""
     rows = conn.execute(
         "SELECT DISTINCT m.partition_day FROM memories m WHERE NOT EXISTS"
-        " (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = m.id AND e.space = %s)"
+        " (SELECT 1 FROM memory_embeddings e WHERE e.memory_id = m.id AND e.space = %(space)s)"
         " OR NOT EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id)"
         " OR EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id AND NOT EXISTS"
-        "   (SELECT 1 FROM passage_embeddings pe WHERE pe.passage_id = p.id AND pe.space = %s))",
-        [space, space],
+        "   (SELECT 1 FROM passage_embeddings pe WHERE pe.passage_id = p.id"
+        "    AND pe.space = %(space)s))"
+        f" OR EXISTS (SELECT 1 FROM {PIECES_FROM} WHERE p.memory_id = m.id AND {PIECES_WHERE}"
+        "   AND NOT EXISTS (SELECT 1 FROM passage_piece_embeddings pe WHERE pe.passage_id = p.id"
+        f"   AND pe.piece = {PIECE_NUMBER} AND pe.space = %(space)s))",
+        {"space": space},
     ).fetchall()
     return {r[0] for r in rows}
 

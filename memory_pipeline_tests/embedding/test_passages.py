@@ -189,9 +189,49 @@ def test_passages_are_re_embedded_on_a_space_switch(conn) -> None:  # type: igno
     assert {p[0] for p in before} <= set(bge_vectors)
     assert {v.shape for v in bge_vectors.values()} == {(1024,)}
     assert len(passage_vectors(conn, LOCAL_SPACE)) == len(bge_vectors)  # the old space stays
+    # Each message of a whole-turn passage too.
+    assert set(piece_vectors(conn, BGE)) == set(piece_vectors(conn, LOCAL_SPACE)) != set()
+    assert {v.shape for v in piece_vectors(conn, BGE).values()} == {(1024,)}
     assert days_missing_vectors(conn, BGE) == set()
     spaces = conn.execute("SELECT DISTINCT cut_for FROM memory_passages").fetchall()
     assert spaces == [(BGE,)]
+
+
+def piece_vectors(conn: psycopg.Connection, space: str) -> dict[tuple[str, int], np.ndarray]:
+    rows = conn.execute(
+        "SELECT passage_id, piece, embedding FROM passage_piece_embeddings WHERE space = %s",
+        [space],
+    ).fetchall()
+    return {(str(pid), n): vec.to_numpy() for pid, n, vec in rows}
+
+
+def test_each_message_of_a_whole_turn_passage_has_its_own_vector(conn) -> None:  # type: ignore[no-untyped-def]
+    segment, _ = add_segment(conn, TURNS)
+    report = embed_window(conn, get_minilm(), *ALL)
+    seg = passages(conn, segment)
+    vectors = piece_vectors(conn, LOCAL_SPACE)
+    # The two one-turn passages: the question and the answer, as the passage renders them...
+    for pid, _, text, _ in seg[:2]:
+        question, answer = text.split("\n")
+        expected = get_minilm().embed([question, answer])
+        assert float(vectors[(pid, 0)] @ expected[0]) > 0.9999
+        assert float(vectors[(pid, 1)] @ expected[1]) > 0.9999
+    # ...and none for the long turn cut at sentence boundaries (no passage quotes it whole).
+    assert set(vectors) == {(p[0], n) for p in seg[:2] for n in (0, 1)}
+    assert report.pieces_embedded == 4
+    # Idempotent: a re-run embeds nothing.
+    assert embed_window(conn, get_minilm(), *ALL).pieces_embedded == 0
+    # A message without its vector (written before this table existed, say) marks its day for
+    # the schedule's backfill, and the next run embeds just that one.
+    conn.execute(
+        "DELETE FROM passage_piece_embeddings WHERE passage_id = %s AND piece = 1", [seg[0][0]]
+    )
+    assert days_missing_vectors(conn, LOCAL_SPACE) == {NOW.date()}
+    assert embed_window(conn, get_minilm(), *ALL).pieces_embedded == 1
+    assert days_missing_vectors(conn, LOCAL_SPACE) == set()
+    # A passage cut again goes with its messages' vectors (ON DELETE CASCADE).
+    conn.execute("DELETE FROM memory_passages WHERE id = %s", [seg[0][0]])
+    assert not [k for k in piece_vectors(conn, LOCAL_SPACE) if k[0] == seg[0][0]]
 
 
 def test_passages_that_do_not_fit_a_new_window_are_cut_again(conn) -> None:  # type: ignore[no-untyped-def]

@@ -19,7 +19,8 @@ from memory_pipeline_tests.support.memories import NOW, add_memory
 from memory_pipeline_tests.support.segments import add_segment
 from serving import rerank_weights as W
 from serving.context_pack import (
-    _messages,
+    Piece,
+    _pieces,
     asks_current_state,
     context,
     pack_excerpts,
@@ -95,10 +96,12 @@ def test_a_pack_quotes_the_matching_turn_not_the_head_of_the_segment(
 ) -> None:  # type: ignore[no-untyped-def]
     small = context(reader, QUERY, 150, embedder=embedder)
     seg = next(i for i in small.items if str(i.memory_id) == corpus["segment"])
-    ordinals = [t.ordinal for e in seg.excerpts for t in e.turns]
-    assert 4 in ordinals and 0 not in ordinals
+    matched = [t.ordinal for e in seg.excerpts if not e.truncated for t in e.turns]
+    assert 4 in matched and 0 not in matched
     assert seg.truncated  # excerpts only: memory_read returns the whole segment
-    assert HEAD[1] not in packed_text(small)  # the head of the segment is not what matched
+    # The head of the segment is not what matched: at most a message of it fills what is left.
+    assert f"Mara: {HEAD[0]}\nJonas: {HEAD[1]}" not in packed_text(small)
+    assert f"Mara: {TURNS[4][0]}\nJonas: {TURNS[4][1]}" in packed_text(small)
     pack = context(reader, QUERY, 2000, embedder=embedder)
     items = {str(i.memory_id): i for i in pack.items}
     seg = items[corpus["segment"]]
@@ -450,29 +453,37 @@ def test_a_whole_memory_says_so_and_is_counted_as_rendered() -> None:
     assert ' kind="decision" ' in head and head.endswith(' whole="1">')
 
 
-def test_a_turn_too_long_for_the_room_left_is_quoted_by_the_message_that_says_the_query() -> None:
-    """When a matched turn does not fit whole, its message with most of the query's words
-    may: it is quoted alone and marked cut (memory_read has the rest)."""
+def test_a_turn_s_message_that_matches_is_packed_before_the_other_one() -> None:
+    """A turn's vector blends its two messages; each message has its own rank (by its own
+    vector), and the pack quotes the one nearer the query alone (marked cut) when the whole
+    turn does not fit, and the whole turn when it does."""
     first = ranked(hit("segment", "Chat A", ["Mara: where do the backups go?\nJonas: to kestrel"]))
-    question = "Mara: " + "so about that thing we talked about last week, " * 8
+    question = "Mara: so about that thing we talked about last week, how is it going"
     answer = "Jonas: The offsite copy runs nightly at 02:00."
     second = hit("segment", "Chat B", [f"{question}\n{answer}"])
     hits, counts = [first, second], {str(first.id): 1, str(second.id): 1}
     alone = tokens_of(pack_item_text(_item_of(first)))
-    budget = alone + tokens_of(pack_item_text(_item_of(second))) - 40  # not the whole turn
+    budget = alone + tokens_of(pack_item_text(_item_of(second))) - 10  # not the whole turn
     query = "when does the offsite copy run"
-    messages = {str(second.passages[0].id): [question, answer]}
-    pack = pack_excerpts(query, budget, hits, {}, counts, messages)
+    pieces = {str(second.passages[0].id): [Piece(0, question, 40), Piece(1, answer, 1)]}
+    pack = pack_excerpts(query, budget, hits, {}, counts, pieces)
     assert [i.memory_id for i in pack.items] == [first.id, second.id]
     (cut,) = pack.items[1].excerpts
     assert cut.text == answer and cut.truncated and pack.items[1].truncated
     assert pack_item_text(pack.items[1]).split("\n")[1] == f"[t0 cut] {answer}"
     assert pack.tokens_used <= budget
-    # Without the turn's messages the turn is skipped, as before.
-    assert [i.memory_id for i in pack_excerpts(query, budget, hits, {}, counts).items] == [first.id]
+    # Ranked the other way, the question is quoted instead: the rank decides, not the order.
+    swapped = {str(second.passages[0].id): [Piece(0, question, 1), Piece(1, answer, 40)]}
+    (cut,) = pack_excerpts(query, budget, hits, {}, counts, swapped).items[1].excerpts
+    assert cut.text == question
+    # With room for both, the turn is quoted whole, once, as its passage renders it.
+    roomy = pack_excerpts(query, 10_000, hits, {}, counts, pieces)
+    (whole,) = roomy.items[1].excerpts
+    assert whole.text == second.passages[0].text and not whole.truncated
+    assert not roomy.items[1].truncated
 
 
-def test_a_turn_s_messages_are_read_as_its_passage_renders_them(corpus, reader) -> None:  # type: ignore[no-untyped-def]
+def test_messages_are_read_and_ranked_by_their_own_vectors(corpus, reader, embedder) -> None:  # type: ignore[no-untyped-def]
     ids = [
         r[0]
         for r in reader.execute(
@@ -481,11 +492,23 @@ def test_a_turn_s_messages_are_read_as_its_passage_renders_them(corpus, reader) 
         )
     ]
     passages = passage_details(reader, ids)
-    messages = _messages(reader, list(passages.values()))
+    pieces = _pieces(reader, list(passages.values()), QUERY, embedder)
     for pid, p in passages.items():
         (turn,) = p.turns
         prompt, outcome = TURNS[turn.ordinal]
-        assert messages[pid] == [f"Mara: {prompt}", f"Jonas: {outcome}"]
+        assert [x.text for x in pieces[pid]] == [f"Mara: {prompt}", f"Jonas: {outcome}"]
+        assert "\n".join(x.text for x in pieces[pid]) == p.text
+    # Ranked 1..n among all of them by cosine to the query: the question about the offsite
+    # copy first, then its answer.
+    ranks = sorted((x.rank, x.text) for ps in pieces.values() for x in ps)
+    assert [r for r, _ in ranks] == list(range(1, 2 * len(TURNS) + 1))
+    assert ranks[0][1] == f"Mara: {TURNS[4][0]}"
+    # Without a query embedder there is nothing to rank them by: the pack quotes whole turns.
+    assert _pieces(reader, list(passages.values()), QUERY, None) == {}
+    # Messages that no longer render their passage (cut again since) are not used.
+    first = next(p for p in passages.values() if p.turns[0].ordinal == 4)
+    changed = first.model_copy(update={"text": first.text + " (edited)"})
+    assert str(first.id) not in _pieces(reader, [changed], QUERY, embedder)
     vectors = passage_vectors(reader, ids)
     assert set(vectors) == set(ids)
     assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-5 for v in vectors.values())

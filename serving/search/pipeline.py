@@ -4,6 +4,7 @@ provenance and matched passages, and the retrieval events."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -34,9 +35,21 @@ class QueryEmbedder:
     def __init__(self, ollama_host: str) -> None:
         self.ollama_host = ollama_host
         self._by_space: dict[str, Any] = {}
+        self._recent: dict[tuple[str, str], np.ndarray] = {}
+        self._lock = threading.Lock()
 
     def embed(self, space: str, query: str) -> np.ndarray:
-        return self.embed_many(space, [query])[0]
+        # A context pack embeds its query twice (search, then its messages' ranks): once.
+        key = (space, query)
+        with self._lock:
+            vector = self._recent.get(key)
+        if vector is None:
+            vector = self.embed_many(space, [query])[0]
+            with self._lock:
+                if len(self._recent) >= 16:
+                    self._recent.pop(next(iter(self._recent)))
+                self._recent[key] = vector
+        return vector
 
     def embed_many(self, space: str, texts: list[str]) -> np.ndarray:
         if space not in self._by_space:
