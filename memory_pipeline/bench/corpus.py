@@ -543,13 +543,14 @@ class _Generator:
         for ordinal, (text, turn) in enumerate(units):
             pid = self.uuid()
             p_turns = [turn.id] if turn else list(all_turns)
+            whole = kind == "segment" and turn is not None and text == turn.text
             self.rows.passages.append(
-                (pid, memory_id, ordinal, heading, questions, text, p_turns, source_sha)
+                (pid, memory_id, ordinal, heading, questions, text, p_turns, whole, source_sha)
             )
             vec = self.vector(turn.sentences if turn else vector_idx or [0])
             total += vec
             self.rows.passage_vectors.append((pid, vec, text_sha256(embed_text(heading, text))))
-            if turn and text == turn.text and len(pieces := turn.pieces()) > 1:
+            if whole and len(pieces := turn.pieces()) > 1:  # type: ignore[union-attr]
                 for n, (piece, sentences) in enumerate(pieces):
                     self.rows.piece_vectors.append(
                         (pid, n, self.vector(sentences), text_sha256(piece))
@@ -725,18 +726,19 @@ def _copy_passages(conn: psycopg.Connection, data: list[tuple]) -> None:
     the pipeline uses (embedding/passages.py `_write`)."""
     conn.execute(
         "CREATE TEMP TABLE bench_passages (id uuid, memory_id uuid, ordinal int, heading text,"
-        " questions text, text text, turn_ids uuid[], source_sha256 text) ON COMMIT DROP"
+        " questions text, text text, turn_ids uuid[], whole_turns boolean, source_sha256 text)"
+        " ON COMMIT DROP"
     )
     _copy(
         conn,
         "bench_passages",
-        "id, memory_id, ordinal, heading, questions, text, turn_ids, source_sha256",
+        "id, memory_id, ordinal, heading, questions, text, turn_ids, whole_turns, source_sha256",
         data,
     )
     conn.execute(
         "INSERT INTO memory_passages (id, memory_id, ordinal, heading, text, turn_ids,"
-        " search_vector, source_sha256, cut_for)"
-        " SELECT id, memory_id, ordinal, heading, text, turn_ids,"
+        " whole_turns, search_vector, source_sha256, cut_for)"
+        " SELECT id, memory_id, ordinal, heading, text, turn_ids, whole_turns,"
         " setweight(to_tsvector('english', heading), 'A')"
         " || setweight(to_tsvector('english', questions), 'A')"
         " || setweight(to_tsvector('english', text), 'B'), source_sha256, %s"

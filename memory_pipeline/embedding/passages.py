@@ -58,6 +58,7 @@ class PassageDraft:
     heading: str
     text: str
     turn_ids: tuple[UUID, ...]
+    whole: bool = False  # whole units (turns), not a cut of one
 
     @property
     def embed_text(self) -> str:
@@ -84,13 +85,13 @@ def turn_text(
     return text
 
 
-# The messages of a passage that quotes its turns whole ("pieces"), as `turn_text` renders
-# them: over PIECES_FROM (memory_passages p, its turns a, their sides s), a piece is numbered
-# PIECE_NUMBER (2 * the turn's place in the passage + side) and holds s.text, for the rows
-# PIECES_WHERE keeps. A passage of one message, or of part of a turn (a long turn cut at
-# sentence boundaries), has none. The embedding step gives each piece its own vector
-# (passage_piece_embeddings); a context pack ranks and quotes them one by one
-# (serving/context_pack.py).
+# The messages of a passage that quotes its turns whole ("pieces", memory_passages.whole_turns,
+# set when it is cut), as `turn_text` renders them: over PIECES_FROM (memory_passages p, its
+# turns a, their sides s), a piece is numbered PIECE_NUMBER (2 * the turn's place in the
+# passage + side) and holds s.text, for the rows PIECES_WHERE keeps. A passage of one message,
+# or of part of a turn (a long turn cut at sentence boundaries), has none. The embedding step
+# gives each piece its own vector (passage_piece_embeddings); a context pack ranks and quotes
+# them one by one (serving/context_pack.py).
 PIECES_FROM = """memory_passages p
 CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)
 JOIN agent_turns a ON a.id = u.turn_id
@@ -100,13 +101,7 @@ CROSS JOIN LATERAL (VALUES
         END)
 ) AS s(side, text)"""
 PIECE_NUMBER = "2 * (u.n - 1) + s.side"
-PIECES_WHERE = """s.text IS NOT NULL AND s.text <> p.text AND p.text = (
-    SELECT string_agg(coalesce(t.prompt_speaker, 'User') || ': ' || t.prompt
-                      || CASE WHEN t.outcome <> ''
-                         THEN E'\n' || coalesce(t.outcome_speaker, 'Agent') || ': ' || t.outcome
-                         ELSE '' END, E'\n\n' ORDER BY w.n)
-    FROM unnest(p.turn_ids) WITH ORDINALITY AS w(turn_id, n)
-    JOIN agent_turns t ON t.id = w.turn_id)"""
+PIECES_WHERE = "p.whole_turns AND s.text IS NOT NULL AND s.text <> p.text"
 
 
 def token_limit(embedder: Embedder) -> int:
@@ -127,7 +122,7 @@ def cut(
         heading = ""  # a heading that would crowd out the text is left out of the passages
     budget = limit - (count([heading + "\n"])[0] if heading else base)
     costs = [c - base for c in count([u.text for u in units])] if units else []
-    pieces: list[tuple[str, tuple[UUID, ...]]] = []
+    pieces: list[tuple[str, tuple[UUID, ...], bool]] = []  # (text, turns, whole units)
     group: list[Unit] = []
     used = 0
 
@@ -135,7 +130,7 @@ def cut(
         nonlocal group, used
         if group:
             ids = tuple(dict.fromkeys(i for u in group for i in u.turn_ids))
-            pieces.append(("\n\n".join(u.text for u in group), ids))
+            pieces.append(("\n\n".join(u.text for u in group), ids, True))
         group, used = [], 0
 
     for unit, cost in zip(units, costs, strict=True):
@@ -143,7 +138,9 @@ def cut(
             continue
         if cost > budget:
             flush()
-            pieces.extend((p, unit.turn_ids) for p in split_long(unit.text, budget, count, base))
+            pieces.extend(
+                (p, unit.turn_ids, False) for p in split_long(unit.text, budget, count, base)
+            )
             continue
         if group and (len(group) >= max_units or used + cost + 1 > budget):
             flush()
@@ -151,17 +148,17 @@ def cut(
         used += cost + (1 if len(group) > 1 else 0)
     flush()
     if not pieces:  # nothing but whitespace: one empty passage keeps the memory findable by title
-        pieces.append(("", tuple(dict.fromkeys(i for u in units for i in u.turn_ids))))
+        pieces.append(("", tuple(dict.fromkeys(i for u in units for i in u.turn_ids)), False))
     # Token counts are nearly additive; check the joined passages and split any that overran.
-    out: list[tuple[str, tuple[UUID, ...]]] = []
-    for (text, ids), n in zip(
-        pieces, count([embed_text(heading, t) for t, _ in pieces]) if pieces else [], strict=True
+    out: list[tuple[str, tuple[UUID, ...], bool]] = []
+    for (text, ids, whole), n in zip(
+        pieces, count([embed_text(heading, t) for t, *_ in pieces]) if pieces else [], strict=True
     ):
         if n <= limit:
-            out.append((text, ids))
+            out.append((text, ids, whole))
         else:
-            out.extend((p, ids) for p in split_long(text, budget, count, base))
-    return [PassageDraft(i, heading, text, ids) for i, (text, ids) in enumerate(out)]
+            out.extend((p, ids, False) for p in split_long(text, budget, count, base))
+    return [PassageDraft(i, heading, *piece) for i, piece in enumerate(out)]
 
 
 def split_long(text: str, budget: int, count: Counter, base: int) -> list[str]:
@@ -402,12 +399,13 @@ def _write(conn: psycopg.Connection, src: _Source, drafts: list[PassageDraft], s
     with conn.cursor() as cur:
         cur.executemany(
             "INSERT INTO memory_passages (memory_id, ordinal, heading, text, turn_ids,"
-            " search_vector, source_sha256, cut_for) VALUES (%s, %s, %s, %s, %s,"
-            " setweight(to_tsvector('english', %s), 'A')"
+            " whole_turns, search_vector, source_sha256, cut_for) VALUES (%s, %s, %s, %s, %s,"
+            " %s, setweight(to_tsvector('english', %s), 'A')"
             " || setweight(to_tsvector('english', %s), 'A')"
             " || setweight(to_tsvector('english', %s), 'B'), %s, %s)"
             " ON CONFLICT (memory_id, ordinal) DO UPDATE SET heading = EXCLUDED.heading,"
             " text = EXCLUDED.text, turn_ids = EXCLUDED.turn_ids,"
+            " whole_turns = EXCLUDED.whole_turns,"
             " search_vector = EXCLUDED.search_vector, source_sha256 = EXCLUDED.source_sha256,"
             " cut_for = EXCLUDED.cut_for, updated_at = now()",
             [
@@ -417,6 +415,7 @@ def _write(conn: psycopg.Connection, src: _Source, drafts: list[PassageDraft], s
                     d.heading,
                     d.text,
                     list(d.turn_ids),
+                    d.whole and src.is_segment,  # a segment's units are its turns
                     d.heading,
                     questions,
                     d.text,

@@ -218,6 +218,11 @@ def test_each_message_of_a_whole_turn_passage_has_its_own_vector(conn) -> None: 
         assert float(vectors[(pid, 1)] @ expected[1]) > 0.9999
     # ...and none for the long turn cut at sentence boundaries (no passage quotes it whole).
     assert set(vectors) == {(p[0], n) for p in seg[:2] for n in (0, 1)}
+    whole = conn.execute(
+        "SELECT whole_turns FROM memory_passages WHERE memory_id = %s ORDER BY ordinal",
+        [segment],
+    ).fetchall()
+    assert [w for (w,) in whole] == [True, True] + [False] * (len(seg) - 2)
     assert report.pieces_embedded == 4
     # Idempotent: a re-run embeds nothing.
     assert embed_window(conn, get_minilm(), *ALL).pieces_embedded == 0
