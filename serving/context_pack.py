@@ -65,11 +65,11 @@ def tokens_of(text: str) -> int:
 class Piece:
     """One message of a passage (`Speaker: text`), as the passage renders it: `number` orders
     it within the passage, `rank` is its place among every candidate message by its own vector
-    (1 = nearest the query; None without a vector)."""
+    (1 = nearest the query)."""
 
     number: int
     text: str
-    rank: int | None = None
+    rank: int
 
 
 @dataclass(frozen=True)
@@ -258,8 +258,8 @@ def pack_excerpts(
 
     sizes: dict[int, int] = {}  # tokens of each packed item as rendered
 
-    def cost_of(trial: ContextItem, item: ContextItem | None, i: int) -> int:
-        return tokens_of(pack_item_text(trial)) - (sizes[i] if item else 0)
+    def cost_of(trial: ContextItem, i: int) -> int:
+        return tokens_of(pack_item_text(trial)) - sizes.get(i, 0)
 
     for cand in _best_first(candidates, items):
         pid = str(cand.passage.id)
@@ -298,7 +298,7 @@ def pack_excerpts(
             skipped = True  # cannot fit whatever it renders to: not worth rendering
             continue
         trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
-        cost = cost_of(trial, item, cand.hit_index) - freed
+        cost = cost_of(trial, cand.hit_index) - freed
         if used + cost > token_budget:
             skipped = True
             if not items and not cand.neighbour:
@@ -354,8 +354,8 @@ def _at_least(cand: _Candidate) -> int:
 
 def message_bonus(piece: Piece | None) -> float:
     """What a message's own rank adds to its passage's priority: PACK_MESSAGE_WEIGHT /
-    (PACK_RRF_K + its rank among the candidate messages by vector); 0 unranked."""
-    if piece is None or piece.rank is None:
+    (PACK_RRF_K + its rank among the candidate messages by vector); 0 for a whole passage."""
+    if piece is None:
         return 0.0
     return W.PACK_MESSAGE_WEIGHT / (W.PACK_RRF_K + piece.rank)
 

@@ -51,7 +51,7 @@ from memory_pipeline.db.embedded import EmbeddedServer
 from memory_pipeline.db.migrate import migrate
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.keyword_index import refresh_keyword_index
-from memory_pipeline.embedding.passages import embed_text, turn_text
+from memory_pipeline.embedding.passages import embed_text, turn_messages, turn_text
 from memory_pipeline.embedding.store import embedding_text, text_sha256
 from memory_pipeline.semantic import classify
 from memory_pipeline.settings import REPO_ROOT, Settings
@@ -234,11 +234,8 @@ class _Turn:
     def pieces(self) -> list[tuple[str, list[int]]]:
         """Its messages as its passage renders them, each with its sentences."""
         split = self.prompt_sentences
-        out = [(f"{self.prompt_speaker or 'User'}: {self.prompt}", self.sentences[:split])]
-        if self.outcome:
-            outcome = f"{self.outcome_speaker or 'Agent'}: {self.outcome}"
-            out.append((outcome, self.sentences[split:]))
-        return out
+        texts = turn_messages(self.prompt_speaker, self.prompt, self.outcome_speaker, self.outcome)
+        return list(zip(texts, [self.sentences[:split], self.sentences[split:]], strict=False))
 
 
 class _Generator:

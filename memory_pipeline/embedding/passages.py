@@ -74,15 +74,23 @@ def embed_text(heading: str, text: str) -> str:
 EMBED_TEXT_SQL = "CASE WHEN p.heading = '' THEN p.text ELSE p.heading || E'\\n' || p.text END"
 
 
+def turn_messages(
+    prompt_speaker: str | None, prompt: str, outcome_speaker: str | None, outcome: str
+) -> list[str]:
+    """A turn's messages as its passage renders them (`Speaker: text`; PIECES_FROM in SQL);
+    a turn without an answer (an imported conversation's last, unanswered message) has one."""
+    out = [f"{prompt_speaker or 'User'}: {prompt}"]
+    if outcome:
+        out.append(f"{outcome_speaker or 'Agent'}: {outcome}")
+    return out
+
+
 def turn_text(
     prompt_speaker: str | None, prompt: str, outcome_speaker: str | None, outcome: str
 ) -> str:
-    """One turn as a segment memory renders it (semantic/store.py render_turns); a turn
-    without an answer (an imported conversation's last, unanswered message) is its prompt."""
-    text = f"{prompt_speaker or 'User'}: {prompt}"
-    if outcome:
-        text += f"\n{outcome_speaker or 'Agent'}: {outcome}"
-    return text
+    """One turn as a segment memory renders it (semantic/store.py render_turns): its messages
+    on their own lines."""
+    return "\n".join(turn_messages(prompt_speaker, prompt, outcome_speaker, outcome))
 
 
 # The messages of a passage that quotes its turns whole ("pieces", memory_passages.whole_turns,

@@ -165,6 +165,7 @@ def embed_window(
             f" AND (e.passage_id IS NULL OR e.content_sha256 <> {_sql_sha('s.text')})"
         ),
         lock="p",
+        order="1, 2",
         insert=(
             "INSERT INTO passage_piece_embeddings"
             " (passage_id, piece, space, embedding, content_sha256) VALUES (%s, %s, %s, %s, %s)"
@@ -193,19 +194,21 @@ def _embed_claimed(
     insert: str,
     params: dict[str, object],
     progress: Callable[[str], None] | None,
+    order: str = "1",
 ) -> int:
     """Embed stale rows batch by batch, each batch claimed under row locks for its transaction.
 
-    `select` returns the key columns and then the text of the stale rows (`insert` takes the
-    key, the space, the vector and the text's hash); rows locked by another run are skipped and
-    the staleness test runs again for every batch, so nothing is embedded twice.
+    `select` returns the key columns and then the text of the stale rows, ordered by `order`
+    (the key columns); `insert` takes the key, the space, the vector and the text's hash. Rows
+    locked by another run are skipped and the staleness test runs again for every batch, so
+    nothing is embedded twice.
     """
     todo = conn.execute(f"SELECT count(*) FROM ({select}) s", params).fetchone()[0]  # type: ignore[index]
     done = 0
     while True:
         with conn.transaction():
             rows = conn.execute(
-                f"{select} ORDER BY 1, 2 LIMIT %(batch)s FOR UPDATE OF {lock} SKIP LOCKED",
+                f"{select} ORDER BY {order} LIMIT %(batch)s FOR UPDATE OF {lock} SKIP LOCKED",
                 {**params, "batch": EMBED_BATCH_SIZE},
             ).fetchall()
             if not rows:
