@@ -302,10 +302,10 @@ SEGMENT_CONTENT_MAX_CHARS = 20000  # a segment memory keeps its turns' text up t
 LOCAL_EMBEDDING_SPACE = "local:all-minilm-l6-v2:384"
 EMBED_BATCH_SIZE = 64  # memories per embedding call and per write transaction
 # Vectors an embedder keeps for reuse by the next ingest step (embedding/reuse.py): the
-# semantic pass embeds each turn as its passage text and the passage step finds it there.
-# 1.5 KB per 384-d vector: 20,000 is about 35 MB; a turn evicted before its passage is embedded
-# is just embedded again.
-EMBED_REUSE_MAX_VECTORS = 20_000
+# semantic pass embeds each turn as its passage text, with its messages' vectors (three vectors
+# a turn), and the passage step finds them there. 1.5 KB per 384-d vector: 60,000 is about
+# 100 MB (20,000 turns); a turn evicted before its passage is embedded is just embedded again.
+EMBED_REUSE_MAX_VECTORS = 60_000
 # The numpy MiniLM (embedding/minilm.py): texts sorted by length are batched up to this many
 # WordPiece tokens (padding included) per forward pass, so short texts go in large batches and
 # long ones in small, and at most MINILM_MAX_BATCH texts per pass.

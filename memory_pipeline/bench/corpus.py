@@ -51,7 +51,7 @@ from memory_pipeline.db.embedded import EmbeddedServer
 from memory_pipeline.db.migrate import migrate
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.keyword_index import refresh_keyword_index
-from memory_pipeline.embedding.passages import embed_text, turn_messages, turn_text
+from memory_pipeline.embedding.passages import embed_text, turn_text
 from memory_pipeline.embedding.store import embedding_text, text_sha256
 from memory_pipeline.semantic import classify
 from memory_pipeline.settings import REPO_ROOT, Settings
@@ -231,11 +231,10 @@ class _Turn:
     def text(self) -> str:
         return turn_text(self.prompt_speaker, self.prompt, self.outcome_speaker, self.outcome)
 
-    def pieces(self) -> list[tuple[str, list[int]]]:
-        """Its messages as its passage renders them, each with its sentences."""
+    def pieces(self) -> list[list[int]]:
+        """The sentences of each of its messages (turn_messages: none without an answer)."""
         split = self.prompt_sentences
-        texts = turn_messages(self.prompt_speaker, self.prompt, self.outcome_speaker, self.outcome)
-        return list(zip(texts, [self.sentences[:split], self.sentences[split:]], strict=False))
+        return [self.sentences[:split], self.sentences[split:]][: 2 if self.outcome else 1]
 
 
 class _Generator:
@@ -548,10 +547,9 @@ class _Generator:
             total += vec
             self.rows.passage_vectors.append((pid, vec, text_sha256(embed_text(heading, text))))
             if whole and len(pieces := turn.pieces()) > 1:  # type: ignore[union-attr]
-                for n, (piece, sentences) in enumerate(pieces):
-                    self.rows.piece_vectors.append(
-                        (pid, n, self.vector(sentences), text_sha256(piece))
-                    )
+                sha = text_sha256(turn.text)  # type: ignore[union-attr]  # as store.py hashes it
+                for n, sentences in enumerate(pieces):
+                    self.rows.piece_vectors.append((pid, n, self.vector(sentences), sha))
         mem_vec = total / (np.linalg.norm(total) or 1.0)
         self.rows.memory_vectors.append(
             (memory_id, mem_vec, text_sha256(embedding_text(title, content)))

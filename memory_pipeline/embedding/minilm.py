@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import load_file
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from memory_pipeline import tuning
 
@@ -244,19 +244,42 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return float32 (len(texts), 384), rows L2-normalized, in input order."""
+        return self.embed_spans(texts, [() for _ in texts])[0]
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each text's vector and, from the same forward pass, a vector for each of its
+        character spans `[start, end)`: the mean of the span's own tokens as the whole text
+        contextualises them ("late chunking"), L2-normalized. Returns the (len(texts), 384)
+        text vectors and, per text, a (len(spans), 384) array; a span with no token inside
+        the window (past the truncation, or blank) gets a zero row."""
         if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings, not a single string")
+            raise TypeError("embed_spans() takes a sequence of strings, not a single string")
+        if len(spans) != len(texts):
+            raise ValueError(f"{len(spans)} span lists for {len(texts)} texts")
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        span_out = [np.zeros((len(s), self.dims), dtype=np.float32) for s in spans]
         if not texts:
-            return out
-        ids = [enc.ids for enc in self._tokenizer.encode_batch(list(texts))]
+            return out, span_out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = [enc.ids for enc in encodings]
         with _blas_threads():
             for chunk in _batches(ids, self.batch_size, tuning.MINILM_BATCH_TOKENS):
-                out[chunk] = self._forward([ids[i] for i in chunk])
-        return out
+                hidden, mask = self._encode([ids[i] for i in chunk])
+                out[chunk] = _normalized(
+                    np.einsum("btd,bt->bd", hidden, mask) / mask.sum(axis=1, keepdims=True)
+                )
+                for row, i in enumerate(chunk):
+                    for j, span in enumerate(spans[i]):
+                        tokens = _tokens_within(encodings[i], span)
+                        if tokens.size:
+                            span_out[i][j] = _normalized(hidden[row, tokens].mean(axis=0))
+        return out, span_out
 
-    def _forward(self, batch_ids: list[list[int]]) -> np.ndarray:
-        """Encoder + mean pooling + L2 normalization for one batch of token id lists."""
+    def _encode(self, batch_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The encoder's last hidden states (b, t, 384) for one batch of token id lists, and
+        the (b, t) mask of real (not padding) tokens."""
         b, t = len(batch_ids), max(len(ids) for ids in batch_ids)
         ids = np.zeros((b, t), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros((b, t), dtype=np.float32)
@@ -267,18 +290,13 @@ class MiniLMEmbedder:
         x = self._word_emb[ids] + self._pos_emb[:t]
         x = _layer_norm(x.reshape(b * t, self.dims), *self._emb_ln, self._eps)
         # (b, 1, 1, t): broadcast over heads and query positions; only keys are masked.
-        # Padded query rows compute garbage that pooling drops below.
+        # Padded query rows compute garbage that pooling drops.
         key_bias = ((1.0 - mask) * _MASKED)[:, None, None, :]
 
         for layer in self._layers:
             x = self._attention(x, layer, key_bias, b, t)
             x = self._feed_forward(x, layer)
-
-        # Mean pooling over real tokens only, then L2 normalization (the Normalize module).
-        x = x.reshape(b, t, self.dims)
-        pooled = np.einsum("btd,bt->bd", x, mask) / mask.sum(axis=1, keepdims=True)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.maximum(norms, np.float32(1e-12))
+        return x.reshape(b, t, self.dims), mask
 
     def _attention(
         self, x: np.ndarray, layer: _Layer, key_bias: np.ndarray, b: int, t: int
@@ -316,6 +334,28 @@ class MiniLMEmbedder:
             y += rows
             out[start : start + _FFN_CHUNK_ROWS] = y
         return _layer_norm(out, layer.out_ln_g, layer.out_ln_b, self._eps)
+
+
+def _normalized(x: np.ndarray) -> np.ndarray:
+    """Rows (or one vector) scaled to unit L2 norm (the Normalize module)."""
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norms, np.float32(1e-12))
+
+
+def _tokens_within(encoding: Encoding, span: tuple[int, int]) -> np.ndarray:
+    """Indices of the encoding's word tokens whose characters lie inside `span` ([CLS],
+    [SEP] and padding excluded)."""
+    start, end = span
+    return np.array(
+        [
+            n
+            for n, ((a, b), special) in enumerate(
+                zip(encoding.offsets, encoding.special_tokens_mask, strict=True)
+            )
+            if not special and a >= start and b <= end and b > a
+        ],
+        dtype=np.int64,
+    )
 
 
 def _batches(ids: list[list[int]], max_texts: int, max_tokens: int) -> Iterator[list[int]]:

@@ -93,13 +93,24 @@ def turn_text(
     return "\n".join(turn_messages(prompt_speaker, prompt, outcome_speaker, outcome))
 
 
+def message_spans(messages: Sequence[str]) -> list[tuple[int, int]]:
+    """Where each message lies in their turn's text (`turn_text`): [start, end) characters."""
+    spans, start = [], 0
+    for message in messages:
+        spans.append((start, start + len(message)))
+        start += len(message) + 1
+    return spans
+
+
 # The messages of a passage that quotes its turns whole ("pieces", memory_passages.whole_turns,
 # set when it is cut), as `turn_text` renders them: over PIECES_FROM (memory_passages p, its
 # turns a, their sides s), a piece is numbered PIECE_NUMBER (2 * the turn's place in the
 # passage + side) and holds s.text, for the rows PIECES_WHERE keeps. A passage of one message,
 # or of part of a turn (a long turn cut at sentence boundaries), has none. The embedding step
-# gives each piece its own vector (passage_piece_embeddings); a context pack ranks and quotes
-# them one by one (serving/context_pack.py).
+# gives each piece its own vector (passage_piece_embeddings): its own tokens pooled in its
+# turn's forward pass (PIECE_TURN_TEXT, the span PIECE_START to PIECE_END: `message_spans`), so
+# a reply is read as the answer to its question; a context pack ranks and quotes them one by
+# one (serving/context_pack.py).
 PIECES_FROM = """memory_passages p
 CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)
 JOIN agent_turns a ON a.id = u.turn_id
@@ -110,6 +121,12 @@ CROSS JOIN LATERAL (VALUES
 ) AS s(side, text)"""
 PIECE_NUMBER = "2 * (u.n - 1) + s.side"
 PIECES_WHERE = "p.whole_turns AND s.text IS NOT NULL AND s.text <> p.text"
+PIECE_TURN_TEXT = (
+    "coalesce(a.prompt_speaker, 'User') || ': ' || a.prompt || CASE WHEN a.outcome <> ''"
+    " THEN E'\\n' || coalesce(a.outcome_speaker, 'Agent') || ': ' || a.outcome ELSE '' END"
+)
+PIECE_START = f"CASE WHEN s.side = 0 THEN 0 ELSE length({PIECE_TURN_TEXT}) - length(s.text) END"
+PIECE_END = f"CASE WHEN s.side = 0 THEN length(s.text) ELSE length({PIECE_TURN_TEXT}) END"
 
 
 def token_limit(embedder: Embedder) -> int:

@@ -12,6 +12,11 @@ text's SHA-256, so a vector is only reused for the same text in the same model. 
 this process (the ingest job runs its steps in one process: `in_process_executor`) and is bounded
 (least recently used out first, EMBED_REUSE_MAX_VECTORS); a miss just embeds. `embedder.embed`
 itself never caches, so throughput benchmarks still measure the model.
+
+The same holds for the vector of each message of a turn (`span_vectors_reusing`): the MiniLM
+pools a message's own tokens out of its turn's forward pass (`MiniLMEmbedder.embed_spans`), so
+the semantic pass, which runs that pass anyway, caches them too and the passage step's message
+vectors cost no model run either.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -78,8 +84,29 @@ def _key(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def embed_reusing(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+def _span_key(text_key: bytes, span: tuple[int, int]) -> bytes:
+    return text_key + b"[%d:%d]" % span
+
+
+Span = tuple[int, int]  # [start, end) in characters of a text
+
+
+@runtime_checkable
+class SpanEmbedder(Protocol):
+    """An embedder that can pool a part of a text in the text's own forward pass (the MiniLM).
+    One that cannot (Ollama's API returns one vector per text) embeds each part alone."""
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+
+def embed_reusing(
+    embedder: Embedder, texts: Sequence[str], spans: Sequence[Sequence[Span]] | None = None
+) -> np.ndarray:
     """`embedder.embed(texts)`, running the model only for texts it has not embedded lately.
+    With `spans` (character spans of each text), a SpanEmbedder's vectors of them from the
+    same run are cached too, for `span_vectors_reusing`.
 
     Returns float32 (len(texts), dims) in input order; repeated texts are embedded once.
     """
@@ -97,13 +124,63 @@ def embed_reusing(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
             out[i] = vector
     if missing:
         firsts = [rows[0] for rows in missing.values()]
-        vectors = np.asarray(embedder.embed([texts[i] for i in firsts]), dtype=np.float32)
-        if vectors.shape != (len(firsts), embedder.dims):
-            raise ValueError(
-                f"{embedder.space} returned vectors of shape {vectors.shape} for {len(firsts)} "
-                "texts"
-            )
-        for (key, rows), vector in zip(missing.items(), vectors, strict=True):
+        pools = spans is not None and isinstance(embedder, SpanEmbedder)
+        wanted = [list(spans[i]) if pools else [] for i in firsts]  # type: ignore[index]
+        vectors, span_vectors = _run(embedder, [texts[i] for i in firsts], wanted)
+        for (key, rows), vector, text_spans, of_spans in zip(
+            missing.items(), vectors, wanted, span_vectors, strict=True
+        ):
             out[rows] = vector
             cache.put(key, vector.copy())
+            for span, span_vector in zip(text_spans, of_spans, strict=True):
+                cache.put(_span_key(key, span), span_vector.copy())
     return out
+
+
+def span_vectors_reusing(embedder: Embedder, wanted: Sequence[tuple[str, Span]]) -> np.ndarray:
+    """The vector of each (text, span): cached by an earlier `embed_reusing(..., spans)` or
+    `span_vectors_reusing`, else computed with every span of that text asked for here in one
+    run of the model. An embedder that is no SpanEmbedder embeds each span's text alone, and
+    so does the MiniLM for a span past its window. Returns float32 (len(wanted), dims) in
+    input order."""
+    if not isinstance(embedder, SpanEmbedder):
+        return embed_reusing(embedder, [text[a:b] for text, (a, b) in wanted])
+    cache = cache_of(embedder)
+    out = np.empty((len(wanted), embedder.dims), dtype=np.float32)
+    missing: dict[str, dict[Span, list[int]]] = {}
+    for i, (text, span) in enumerate(wanted):
+        vector = cache.get(_span_key(_key(text), span))
+        if vector is None:
+            missing.setdefault(text, {}).setdefault(span, []).append(i)
+        else:
+            out[i] = vector
+    if missing:
+        texts = list(missing)
+        _, span_vectors = _run(embedder, texts, [list(missing[t]) for t in texts])
+        for text, of_spans in zip(texts, span_vectors, strict=True):
+            key = _key(text)
+            for (span, rows), vector in zip(missing[text].items(), of_spans, strict=True):
+                if not vector.any():  # no token of it inside the model's window: read it alone
+                    vector = embedder.embed([text[span[0] : span[1]]])[0]
+                out[rows] = vector
+                cache.put(_span_key(key, span), vector.copy())
+    return out
+
+
+def _run(
+    embedder: Embedder, texts: list[str], spans: list[list[Span]]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One run of the model over `texts`, pooling `spans` too (a SpanEmbedder), shapes
+    checked."""
+    if any(spans):
+        vectors, span_vectors = embedder.embed_spans(texts, spans)  # type: ignore[attr-defined]
+    else:
+        vectors, span_vectors = embedder.embed(texts), [np.zeros((0, embedder.dims))] * len(texts)
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.shape != (len(texts), embedder.dims) or any(
+        np.shape(v) != (len(s), embedder.dims) for v, s in zip(span_vectors, spans, strict=True)
+    ):
+        raise ValueError(
+            f"{embedder.space} returned vectors of shape {vectors.shape} for {len(texts)} texts"
+        )
+    return vectors, [np.asarray(v, dtype=np.float32) for v in span_vectors]

@@ -14,18 +14,22 @@ import hashlib
 from collections.abc import Callable
 from datetime import date
 
+import numpy as np
 import psycopg
 from pydantic import BaseModel
 
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.embedding.passages import (
     EMBED_TEXT_SQL,
+    PIECE_END,
     PIECE_NUMBER,
+    PIECE_START,
+    PIECE_TURN_TEXT,
     PIECES_FROM,
     PIECES_WHERE,
     sync_passages,
 )
-from memory_pipeline.embedding.reuse import embed_reusing
+from memory_pipeline.embedding.reuse import embed_reusing, span_vectors_reusing
 from memory_pipeline.tuning import EMBED_BATCH_SIZE
 
 
@@ -151,21 +155,23 @@ def embed_window(
         progress=progress,
     )
     # Each message of a passage of several (a turn's question and answer): ranked and quoted
-    # alone by context packs.
+    # alone by context packs. Its vector is pooled from its turn's text (passages.py), so that
+    # text is what is hashed, and the semantic pass usually left it in the reuse cache.
     report.pieces_embedded = _embed_claimed(
         conn,
         embedder,
         what="messages of passages",
         select=(
-            f"SELECT p.id, {PIECE_NUMBER}, s.text FROM {PIECES_FROM}"
-            " JOIN memories m ON m.id = p.memory_id"
+            f"SELECT p.id, {PIECE_NUMBER}, {PIECE_TURN_TEXT}, {PIECE_START}, {PIECE_END}"
+            f" FROM {PIECES_FROM} JOIN memories m ON m.id = p.memory_id"
             " LEFT JOIN passage_piece_embeddings e ON e.passage_id = p.id"
             f" AND e.piece = {PIECE_NUMBER} AND e.space = %(space)s"
             f" WHERE {_WINDOW} AND {PIECES_WHERE}"
-            f" AND (e.passage_id IS NULL OR e.content_sha256 <> {_sql_sha('s.text')})"
+            f" AND (e.passage_id IS NULL OR e.content_sha256 <> {_sql_sha(PIECE_TURN_TEXT)})"
         ),
+        keys=2,
+        vectors=lambda rows: span_vectors_reusing(embedder, [(r[2], (r[3], r[4])) for r in rows]),
         lock="p",
-        order="1, 2",
         insert=(
             "INSERT INTO passage_piece_embeddings"
             " (passage_id, piece, space, embedding, content_sha256) VALUES (%s, %s, %s, %s, %s)"
@@ -194,15 +200,19 @@ def _embed_claimed(
     insert: str,
     params: dict[str, object],
     progress: Callable[[str], None] | None,
-    order: str = "1",
+    keys: int = 1,
+    vectors: Callable[[list[tuple]], np.ndarray] | None = None,
 ) -> int:
     """Embed stale rows batch by batch, each batch claimed under row locks for its transaction.
 
-    `select` returns the key columns and then the text of the stale rows, ordered by `order`
-    (the key columns); `insert` takes the key, the space, the vector and the text's hash. Rows
-    locked by another run are skipped and the staleness test runs again for every batch, so
-    nothing is embedded twice.
+    `select` returns the `keys` key columns and then the text of the stale rows (and what else
+    `vectors` needs to embed a batch of rows; by default the text is embedded), claimed in the
+    order of the key columns; `insert` takes the key, the space, the vector and the text's
+    hash. Rows locked by another run are skipped and the staleness test runs again for every
+    batch, so nothing is embedded twice.
     """
+    vectors = vectors or (lambda rows: embed_reusing(embedder, [row[keys] for row in rows]))
+    order = ", ".join(str(k) for k in range(1, keys + 1))
     todo = conn.execute(f"SELECT count(*) FROM ({select}) s", params).fetchone()[0]  # type: ignore[index]
     done = 0
     while True:
@@ -213,13 +223,12 @@ def _embed_claimed(
             ).fetchall()
             if not rows:
                 break
-            vectors = embed_reusing(embedder, [row[-1] for row in rows])
             with conn.cursor() as cur:
                 cur.executemany(
                     insert,
                     [
-                        (*row[:-1], embedder.space, vector, text_sha256(row[-1]))
-                        for row, vector in zip(rows, vectors, strict=True)
+                        (*row[:keys], embedder.space, vector, text_sha256(row[keys]))
+                        for row, vector in zip(rows, vectors(rows), strict=True)
                     ],
                 )
         done += len(rows)

@@ -132,3 +132,26 @@ def test_rejects_a_bare_string(embedder: MiniLMEmbedder) -> None:
 
 def test_get_minilm_is_a_shared_instance() -> None:
     assert get_minilm() is get_minilm()
+
+
+def test_a_span_is_read_in_the_context_of_its_text(embedder: MiniLMEmbedder) -> None:
+    # The same short reply to two questions: pooled in its turn, it says what it answers.
+    reply = "Jonas: Yes, every Sunday."
+    turns = [
+        f"Mara: Do you still go climbing at the quarry?\n{reply}",
+        f"Mara: Is the bakery on Elm Street open on weekends?\n{reply}",
+    ]
+    vectors, (climbing, bakery) = embedder.embed_spans(
+        turns, [[(len(t) - len(reply), len(t))] for t in turns]
+    )
+    np.testing.assert_allclose(vectors, embedder.embed(turns), atol=1e-6)  # the texts' own
+    assert climbing.shape == (1, 384) and abs(float(np.linalg.norm(climbing[0])) - 1) < 1e-5
+    question = embedder.embed(["How often does Jonas go climbing?"])[0]
+    assert climbing[0] @ question > bakery[0] @ question + 0.1
+
+
+def test_a_span_outside_the_window_or_blank_gets_a_zero_vector(embedder: MiniLMEmbedder) -> None:
+    long = "the pipeline embeds every chunk of the transcript " * 60  # ~480 tokens
+    _, (spans,) = embedder.embed_spans([long], [[(0, 50), (len(long) - 50, len(long)), (3, 3)]])
+    assert float(np.linalg.norm(spans[0])) > 0.99
+    assert not spans[1].any() and not spans[2].any()

@@ -17,7 +17,7 @@ from memory_pipeline import tuning
 from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.ollama_embedder import OllamaEmbedder
-from memory_pipeline.embedding.passages import Unit, cut, embed_text
+from memory_pipeline.embedding.passages import Unit, cut, embed_text, message_spans
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import days_missing_vectors, embed_window
 from memory_pipeline_tests.support.fake_ollama import running_fake_ollama
@@ -210,12 +210,15 @@ def test_each_message_of_a_whole_turn_passage_has_its_own_vector(conn) -> None: 
     report = embed_window(conn, get_minilm(), *ALL)
     seg = passages(conn, segment)
     vectors = piece_vectors(conn, LOCAL_SPACE)
-    # The two one-turn passages: the question and the answer, as the passage renders them...
+    # The two one-turn passages: the question and the answer, as the passage renders them,
+    # each pooled from its own tokens in the turn's forward pass...
     for pid, _, text, _ in seg[:2]:
         question, answer = text.split("\n")
-        expected = get_minilm().embed([question, answer])
+        _, (expected,) = get_minilm().embed_spans([text], [message_spans([question, answer])])
         assert float(vectors[(pid, 0)] @ expected[0]) > 0.9999
         assert float(vectors[(pid, 1)] @ expected[1]) > 0.9999
+        alone = get_minilm().embed([question, answer])  # not as if each stood alone
+        assert float(vectors[(pid, 1)] @ alone[1]) < 0.99
     # ...and none for the long turn cut at sentence boundaries (no passage quotes it whole).
     assert set(vectors) == {(p[0], n) for p in seg[:2] for n in (0, 1)}
     whole = conn.execute(

@@ -1,4 +1,5 @@
-"""Ingest runs the model once per turn: the passage step reuses the semantic pass's vectors."""
+"""Ingest runs the model once per turn: the passage step reuses the semantic pass's vectors,
+those of the turns and of their messages."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from memory_pipeline.bench.ingest import _START, generate
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.capture.sources import SourceRoots
 from memory_pipeline.embedding.minilm import get_minilm
-from memory_pipeline.embedding.passages import turn_text
-from memory_pipeline.embedding.reuse import VectorCache, embed_reusing
+from memory_pipeline.embedding.passages import turn_messages, turn_text
+from memory_pipeline.embedding.reuse import VectorCache, embed_reusing, span_vectors_reusing
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
 from memory_pipeline.semantic.process import process_window
@@ -52,6 +53,12 @@ class CountingEmbedder:
         self.texts.extend(texts)
         return self.inner.embed(texts)
 
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        self.texts.extend(texts)
+        return self.inner.embed_spans(texts, spans)
+
 
 def test_passage_step_reuses_the_semantic_pass_vectors(
     conn: psycopg.Connection, tmp_path: Path
@@ -69,18 +76,19 @@ def test_passage_step_reuses_the_semantic_pass_vectors(
     capture_window(conn, roots.connectors(), start, end)
     embedder = CountingEmbedder()
     process_window(conn, OfflineRulesBackend(embedder=embedder), start, end, 0)
-    turns = [
-        turn_text(*row)
-        for row in conn.execute(
-            "SELECT prompt_speaker, prompt, outcome_speaker, outcome FROM agent_turns"
-        ).fetchall()
-    ]
+    rows = conn.execute(
+        "SELECT prompt_speaker, prompt, outcome_speaker, outcome FROM agent_turns"
+    ).fetchall()
+    turns = [turn_text(*row) for row in rows]
+    messages = {m for row in rows for m in turn_messages(*row)}
     semantic_calls = len(embedder.texts)
     assert len(turns) == 12 and semantic_calls == 12  # segmentation embeds each turn once
 
-    embed_window(conn, embedder, start, end)
+    report = embed_window(conn, embedder, start, end)
     passage_step = embedder.texts[semantic_calls:]
     assert not set(turns) & set(passage_step), "a turn was embedded a second time"
+    # The messages' vectors came out of the same runs of the model.
+    assert report.pieces_embedded == 24 and not messages & set(passage_step)
     # ...and every turn became one passage whose stored vector is the model's for its text.
     rows = conn.execute(
         "SELECT p.text, e.embedding FROM memory_passages p"
@@ -114,6 +122,47 @@ def test_embed_reusing_runs_the_model_only_for_new_texts() -> None:
     assert embed_reusing(Model(), ["b"]).tolist() == [[1.0, 1.0]]  # each embedder its own cache
 
 
+class SpanModel(Model):
+    """A model that pools spans in context: a span's vector is (its length, the text's); one
+    past its "window" of 8 characters gets a zero row."""
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        self.calls.append(list(texts))
+        return np.asarray([[float(len(t)), 1.0] for t in texts], dtype=np.float32), [
+            np.asarray(
+                [[float(b - a), float(len(t))] if b <= 8 else [0.0, 0.0] for a, b in s],
+                dtype=np.float32,
+            )
+            for t, s in zip(texts, spans, strict=True)
+        ]
+
+
+def test_span_vectors_come_from_the_run_that_embedded_their_text() -> None:
+    model = SpanModel()
+    embed_reusing(model, ["ab cd"], [[(0, 2), (3, 5)]])
+    assert span_vectors_reusing(model, [("ab cd", (3, 5)), ("ab cd", (0, 2))]).tolist() == [
+        [2.0, 5.0],
+        [2.0, 5.0],
+    ]
+    assert model.calls == [["ab cd"]]  # no second run of the model
+    # A span not seen before: its text is run once for all its spans asked for together.
+    got = span_vectors_reusing(model, [("xyz w", (0, 3)), ("ab cd", (0, 2)), ("xyz w", (4, 5))])
+    assert got.tolist() == [[3.0, 5.0], [2.0, 5.0], [1.0, 5.0]]
+    assert model.calls[1:] == [["xyz w"]]
+    # A span the model could not read in its text (past its window) is read alone.
+    assert span_vectors_reusing(model, [("long text", (5, 9))]).tolist() == [[4.0, 1.0]]
+    assert model.calls[2:] == [["long text"], ["text"]]
+
+
+def test_an_embedder_that_cannot_pool_spans_embeds_each_span_alone() -> None:
+    model = Model()  # like Ollama: one vector per text
+    got = span_vectors_reusing(model, [("ab cde", (3, 6)), ("ab cde", (0, 2))])
+    assert got.tolist() == [[3.0, 1.0], [2.0, 1.0]]
+    assert model.calls == [["cde", "ab"]]
+
+
 def test_vector_cache_is_bounded_least_recently_used_first() -> None:
     cache = VectorCache(2)
     for key in (b"a", b"b"):
@@ -121,4 +170,5 @@ def test_vector_cache_is_bounded_least_recently_used_first() -> None:
     assert cache.get(b"a") is not None  # "a" is now the most recently used
     cache.put(b"c", np.zeros(2, dtype=np.float32))
     assert len(cache) == 2 and cache.get(b"b") is None and cache.get(b"a") is not None
-    assert tuning.EMBED_REUSE_MAX_VECTORS >= 10_000  # a 10,000-turn ingest reuses every turn
+    # A 10,000-turn ingest reuses every turn and its two messages.
+    assert tuning.EMBED_REUSE_MAX_VECTORS >= 30_000

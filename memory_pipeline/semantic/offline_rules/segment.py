@@ -11,7 +11,7 @@ import numpy as np
 
 from memory_pipeline import tuning as T
 from memory_pipeline.embedding.embedder import Embedder
-from memory_pipeline.embedding.passages import turn_text
+from memory_pipeline.embedding.passages import message_spans, turn_messages
 from memory_pipeline.embedding.reuse import embed_reusing
 from memory_pipeline.semantic.errors import SemanticPassError
 from memory_pipeline.semantic.models import (
@@ -104,13 +104,18 @@ class OfflineRulesBackend:
     def _embed(self, turns: list[RuleTurn]) -> np.ndarray | None:
         if self.embedder is None:
             return None
-        # Each turn exactly as its passage embeds it (a segment's passages have no heading), so
-        # the passage step reuses these vectors instead of running the model again.
-        texts = [
-            turn_text(t.turn.prompt_speaker, t.turn.prompt, t.turn.outcome_speaker, t.turn.outcome)
+        # Each turn exactly as its passage embeds it (a segment's passages have no heading),
+        # with its messages' vectors from the same run, so the passage step reuses them instead
+        # of running the model again.
+        messages = [
+            turn_messages(
+                t.turn.prompt_speaker, t.turn.prompt, t.turn.outcome_speaker, t.turn.outcome
+            )
             for t in turns
         ]
-        vectors = embed_reusing(self.embedder, texts)
+        vectors = embed_reusing(
+            self.embedder, ["\n".join(m) for m in messages], [message_spans(m) for m in messages]
+        )
         if vectors.shape != (len(turns), self.embedder.dims):
             raise SemanticPassError(
                 self.name, f"embedder returned shape {vectors.shape} for {len(turns)} turns"
