@@ -37,6 +37,7 @@ def test_the_corpus_is_what_the_pipeline_would_have_written(db_url: str) -> None
     with connect(db_url, autocommit=True) as conn:
         report = embed_window(conn, get_minilm(), date(2020, 1, 1), date(2030, 1, 1))
         assert (report.embedded, report.passages_cut, report.passages_embedded) == (0, 0, 0)
+        assert report.pieces_embedded == 0  # the messages' vectors, hashed by their turns
         assert report.serving_space == "local:all-minilm-l6-v2:384"
         kinds = dict(conn.execute("SELECT type, count(*) FROM memories GROUP BY 1").fetchall())
         assert {"segment", "decision", "insight", "correction_episode"} <= set(kinds)
