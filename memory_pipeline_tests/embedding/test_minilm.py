@@ -12,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory_pipeline.embedding.embedder import Embedder, space_dims
 from memory_pipeline.embedding.minilm import MiniLMEmbedder, get_minilm
+from memory_pipeline.embedding.passages import message_spans
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
@@ -155,3 +158,23 @@ def test_a_span_outside_the_window_or_blank_gets_a_zero_vector(embedder: MiniLME
     _, (spans,) = embedder.embed_spans([long], [[(0, 50), (len(long) - 50, len(long)), (3, 3)]])
     assert float(np.linalg.norm(spans[0])) > 0.99
     assert not spans[1].any() and not spans[2].any()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(messages=st.lists(st.text(min_size=0, max_size=120), min_size=1, max_size=3))
+def test_any_turn_s_messages_get_a_vector_each_in_context(
+    embedder: MiniLMEmbedder, messages: list[str]
+) -> None:
+    # Whatever the messages hold (control characters, emoji, combining marks, nothing), each
+    # one's span is exactly that message in the turn's text, and its vector is a unit vector
+    # of finite numbers, or a zero row when no word token of it lies in the window.
+    text = "\n".join(messages)
+    spans = message_spans(messages)
+    assert [text[a:b] for a, b in spans] == messages
+    vectors, (of_spans,) = embedder.embed_spans([text], [spans])
+    np.testing.assert_allclose(vectors, embedder.embed([text]), atol=1e-6)
+    assert np.isfinite(of_spans).all()
+    norms = np.linalg.norm(of_spans, axis=1)
+    assert all(abs(n - 1) < 1e-4 or n == 0 for n in norms)
