@@ -131,14 +131,20 @@ def embed_window(
         " ON CONFLICT (passage_id, space) DO UPDATE SET embedding = EXCLUDED.embedding,"
         " content_sha256 = EXCLUDED.content_sha256, embedded_at = now()"
     )
-    # A one-passage memory embeds the same text as the memory itself: reuse that vector.
+    # A one-passage memory embeds the same text as the memory itself: reuse that vector. Only
+    # for the passages this run can lock: one another run holds is its to write, and waiting
+    # for it while holding others deadlocks two runs.
     with conn.transaction():
         report.passages_reused = conn.execute(
-            "INSERT INTO passage_embeddings (passage_id, space, embedding, content_sha256)"
-            " SELECT p.id, me.space, me.embedding, me.content_sha256"
+            "WITH claimed AS (SELECT p.id, me.space, me.embedding, me.content_sha256"
             + passage_from
             + " JOIN memory_embeddings me ON me.memory_id = m.id AND me.space = %(space)s"
-            " AND me.content_sha256 = " + _sql_sha(EMBED_TEXT_SQL) + stale_passage + upsert_passage,
+            " AND me.content_sha256 = "
+            + _sql_sha(EMBED_TEXT_SQL)
+            + stale_passage
+            + " FOR UPDATE OF p SKIP LOCKED)"
+            " INSERT INTO passage_embeddings (passage_id, space, embedding, content_sha256)"
+            " SELECT * FROM claimed" + upsert_passage,
             params,
         ).rowcount
     report.passages_embedded = _embed_claimed(

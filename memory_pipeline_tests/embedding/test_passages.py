@@ -317,6 +317,25 @@ def test_concurrent_runs_never_embed_the_same_rows(conn, db_url) -> None:  # typ
     assert (again.embedded, again.passages_embedded, again.serving_space) == (0, 0, LOCAL_SPACE)
 
 
+def test_a_run_never_waits_for_a_passage_another_run_holds(conn, db_url) -> None:  # type: ignore[no-untyped-def]
+    # Two `memory-pipeline run` at once deadlocked: one run, copying memory vectors to
+    # one-passage memories' passages, waited for a passage the other run had claimed while
+    # holding passages that run was about to write.
+    held = add_memory(conn, "Backups use restic", "We chose restic for the lab backups.")
+    free = add_memory(conn, "Keys", "The keys live in the password manager.")
+    embed_window(conn, get_minilm(), *ALL)
+    conn.execute("DELETE FROM passage_embeddings")
+    with connect(db_url) as other:  # another run holds the passage of `held`
+        other.execute("SELECT 1 FROM memory_passages WHERE memory_id = %s FOR UPDATE", [held])
+        conn.execute("SET lock_timeout = '5s'")
+        report = embed_window(conn, get_minilm(), *ALL)
+        other.rollback()
+    assert report.passages_reused == 1 and report.passages_embedded == 0  # `free` only
+    assert embed_window(conn, get_minilm(), *ALL).passages_reused == 1  # `held`, once free
+    vectors = passage_vectors(conn, LOCAL_SPACE)
+    assert {p[0] for m in (held, free) for p in passages(conn, m)} == set(vectors)
+
+
 @pytest.mark.parametrize("text", ["", "   "])
 def test_an_empty_memory_still_has_one_passage(conn, text: str) -> None:  # type: ignore[no-untyped-def]
     mid = add_memory(conn, "Only a title", text)
