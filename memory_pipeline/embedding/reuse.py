@@ -84,11 +84,11 @@ def _key(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def _span_key(text_key: bytes, span: tuple[int, int]) -> bytes:
-    return text_key + b"[%d:%d]" % span
-
-
 Span = tuple[int, int]  # [start, end) in characters of a text
+
+
+def _span_key(text_key: bytes, span: Span) -> bytes:
+    return text_key + b"[%d:%d]" % span
 
 
 @runtime_checkable
