@@ -114,19 +114,18 @@ def message_spans(messages: Sequence[str]) -> list[tuple[int, int]]:
 PIECES_FROM = """memory_passages p
 CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)
 JOIN agent_turns a ON a.id = u.turn_id
-CROSS JOIN LATERAL (VALUES
-    (0, coalesce(a.prompt_speaker, 'User') || ': ' || a.prompt),
-    (1, CASE WHEN a.outcome <> '' THEN coalesce(a.outcome_speaker, 'Agent') || ': ' || a.outcome
-        END)
-) AS s(side, text)"""
+CROSS JOIN LATERAL (SELECT
+    coalesce(a.prompt_speaker, 'User') || ': ' || a.prompt AS asked,
+    CASE WHEN a.outcome <> '' THEN coalesce(a.outcome_speaker, 'Agent') || ': ' || a.outcome
+    END AS answered
+) AS t
+CROSS JOIN LATERAL (VALUES (0, t.asked, 0), (1, t.answered, length(t.asked) + 1))
+    AS s(side, text, start)"""
 PIECE_NUMBER = "2 * (u.n - 1) + s.side"
 PIECES_WHERE = "p.whole_turns AND s.text IS NOT NULL AND s.text <> p.text"
-PIECE_TURN_TEXT = (
-    "coalesce(a.prompt_speaker, 'User') || ': ' || a.prompt || CASE WHEN a.outcome <> ''"
-    " THEN E'\\n' || coalesce(a.outcome_speaker, 'Agent') || ': ' || a.outcome ELSE '' END"
-)
-PIECE_START = f"CASE WHEN s.side = 0 THEN 0 ELSE length({PIECE_TURN_TEXT}) - length(s.text) END"
-PIECE_END = f"CASE WHEN s.side = 0 THEN length(s.text) ELSE length({PIECE_TURN_TEXT}) END"
+PIECE_TURN_TEXT = "t.asked || coalesce(E'\\n' || t.answered, '')"
+PIECE_START = "s.start"
+PIECE_END = "s.start + length(s.text)"
 
 
 def token_limit(embedder: Embedder) -> int:
