@@ -14,17 +14,17 @@ the pack is favoured (it costs no title or provenance lines). A turn is packed m
 message (`_pieces`): each of its messages is a candidate of its own, ranked up by its own
 vector's nearness to the query (`message_bonus`), so the side of a turn that matched is quoted
 (marked cut) without the side that says nothing of the task, and the turn is quoted whole once
-both are in. An excerpt that does not fit is skipped (a smaller later one may still fit). No
-memory is packed twice, and neither is what the pack already
-holds: an excerpt whose text is in it, or a decision or insight whose turns a segment excerpt
-quotes (a segment excerpt packed later that quotes a distilled item's text word for word takes
-its place and its room). A question about the current state ("... now?") packs the latest
-statement of a fact before older ones that it changed (`newer_first`: the same fact by the
-query's words both passages say, or by their vectors, since an update rarely repeats the
-question's words). Each item is marked whole or not as it is counted, so the pack never exceeds
-its budget. The pack lists the memories it quoted in part and those it left out, and says how
-to read them whole (`memory_read`). Correction episodes are never packed (evidence, not
-steering).
+both are in; a turn nobody answered is one message, ranked among them by its passage's vector.
+An excerpt that does not fit is skipped (a smaller later one may still fit). No memory is
+packed twice, and neither is what the pack already holds: an excerpt whose text is in it, or a
+decision or insight whose turns a segment excerpt quotes (a segment excerpt packed later that
+quotes a distilled item's text word for word takes its place and its room). A question about
+the current state ("... now?") packs the latest statement of a fact before older ones that it
+changed (`newer_first`: the same fact by the query's words both passages say, or by their
+vectors, since an update rarely repeats the question's words). Each item is marked whole or not
+as it is counted, so the pack never exceeds its budget. The pack lists the memories it quoted
+in part and those it left out, and says how to read them whole (`memory_read`). Correction
+episodes are never packed (evidence, not steering).
 """
 
 from __future__ import annotations
@@ -177,18 +177,25 @@ def _pieces(
     """The messages of each passage that quotes several, in order, ranked among all of them by
     their own vectors' cosine to the query in the serving space (passage_piece_embeddings,
     written by the embedding asset for the passages that quote their turns whole; none before
-    it has, and then a pack quotes whole passages). Messages that do not render their
+    it has, and then a pack quotes whole passages). A passage of one message (the last prompt
+    of an imported conversation, nobody answered it) is that message: ranked among them by the
+    passage's own vector, so it competes as they do. Messages that do not render their
     passage's text exactly (a passage cut again since) are not used."""
     space = serving_space(conn)
     if not passages or space is None or embedder is None:
         return {}
     rows = conn.execute(
-        f"SELECT p.id::text, {PIECE_NUMBER}, s.text, e.embedding <=> %s::vector"
-        f" FROM {PIECES_FROM} JOIN passage_piece_embeddings e ON e.passage_id = p.id"
+        f"SELECT p.id::text, {PIECE_NUMBER}, s.text,"
+        " coalesce(e.embedding, w.embedding) <=> %s::vector"
+        f" FROM {PIECES_FROM} LEFT JOIN passage_piece_embeddings e ON e.passage_id = p.id"
         f" AND e.piece = {PIECE_NUMBER} AND e.space = %s"
-        " WHERE p.id = ANY(%s::uuid[]) AND s.text IS NOT NULL ORDER BY 1, 2",
+        " LEFT JOIN passage_embeddings w ON s.text = p.text AND w.passage_id = p.id"
+        " AND w.space = %s"
+        " WHERE p.id = ANY(%s::uuid[]) AND s.text IS NOT NULL"
+        " AND coalesce(e.embedding, w.embedding) IS NOT NULL ORDER BY 1, 2",
         [
             embedder.embed(space[0], query),
+            space[0],
             space[0],
             list(dict.fromkeys(str(p.id) for p in passages)),
         ],

@@ -136,6 +136,11 @@ PACK_PASSAGES_PER_HIT = 8
 # home 0.747/0.871 -> 0.781/0.901; long conversations 0.920/0.976 -> 0.915/0.983. A message's
 # substance with exponent 0.5 found more on the oblique set (one home per conversation
 # 0.819/0.933) but lost 0.03 at 1,000 on the long set, whose users ask in short messages.
+# A last message nobody answered (a passage of one message, no piece vector) had no rank and
+# so no bonus: it lost to every message of an answered turn. Ranked by its passage's vector it
+# competes (same homes: unanswered_last_message questions, one home per conversation,
+# 0.707/0.927 -> 0.829/0.951; all oblique questions 0.806/0.927 -> 0.817/0.931, all five in
+# one home 0.780/0.892 -> 0.809/0.898; the long set in one home 0.923/0.978 -> 0.923/0.983).
 PACK_MESSAGE_WEIGHT = 0.5
 # (Issue 11, the homes of scripts/bench_retrieval.py --per-conversation: one home per oblique
 # conversation 0.735/0.876 -> 0.753/0.894 at 1,000/2,000 tokens on the same imports, the other

@@ -514,6 +514,36 @@ def test_messages_are_read_and_ranked_by_their_own_vectors(corpus, reader, embed
     assert all(abs(float(np.linalg.norm(v)) - 1) < 1e-5 for v in vectors.values())
 
 
+def test_a_message_nobody_answered_is_ranked_among_the_messages(conn, reader, embedder) -> None:  # type: ignore[no-untyped-def]
+    """An imported conversation's last message, unanswered, is a passage of one message. It is
+    ranked among the other messages by its own vector (the passage's), as they are by theirs:
+    otherwise it would lose to every message of an answered turn, whatever it says."""
+    unanswered = "So when are the kestrel snapshots copied offsite after the uplink change?"
+    turns = [*TURNS, (unanswered, "")]
+    memory_id, _ = add_segment(conn, turns, native_id="chat-open", title=HEAD[0])
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
+    ids = [
+        r[0]
+        for r in reader.execute(
+            "SELECT id::text FROM memory_passages WHERE memory_id = %s ORDER BY ordinal",
+            [memory_id],
+        )
+    ]
+    passages = passage_details(reader, ids)
+    pieces = _pieces(reader, list(passages.values()), QUERY, embedder)
+    last = next(p for p in passages.values() if p.turns[0].ordinal == len(TURNS))
+    (piece,) = pieces[str(last.id)]
+    assert piece.text == last.text == f"Mara: {unanswered}"
+    ranks = sorted(x.rank for ps in pieces.values() for x in ps)
+    assert ranks == list(range(1, 2 * len(TURNS) + 2))  # one rank for each message
+    # Nearer the query than any answered message: first, though its turn has no answer.
+    assert piece.rank == 1
+    # Quoted whole (it is all of its turn), as soon as there is room for it beside the turn
+    # that answers the query.
+    lines = packed_text(context(reader, QUERY, 100, embedder=embedder)).split("\n")
+    assert f"[t{len(TURNS)}] Mara: {unanswered}" in lines
+
+
 def test_a_newer_statement_close_in_meaning_counts_as_the_same_fact() -> None:
     """An update rarely repeats the question's words ("we replaced it with Dramatiq"): for a
     current-state question, a newer passage that states a change and whose vector is close

@@ -16,7 +16,8 @@ def add_segment(
     **memory_fields: object,
 ) -> tuple[str, list[str]]:
     """A captured task with these (prompt, outcome) turns and one segment memory over them,
-    stored as the semantic pass stores it; returns (memory id, turn ids)."""
+    stored as the semantic pass stores it; returns (memory id, turn ids). A turn with an empty
+    outcome is one nobody answered (an imported conversation's last message)."""
     task_id = conn.execute(
         "INSERT INTO captured_tasks (source, native_id, title, started_at, partition_day,"
         " source_path, ownership_reason, turn_count)"
@@ -27,9 +28,16 @@ def add_segment(
         str(
             conn.execute(
                 "INSERT INTO agent_turns (task_id, ordinal, prompt, outcome, prompt_speaker,"
-                " outcome_speaker, native_message_ids, content_sha256)"
-                " VALUES (%s, %s, %s, %s, 'Mara', 'Jonas', %s, 'h') RETURNING id",
-                [task_id, i, p, o, [f"{native_id}-m{2 * i}", f"{native_id}-m{2 * i + 1}"]],
+                " outcome_speaker, native_message_ids, content_sha256, unanswered)"
+                " VALUES (%s, %s, %s, %s, 'Mara', 'Jonas', %s, 'h', %s) RETURNING id",
+                [
+                    task_id,
+                    i,
+                    p,
+                    o,
+                    [f"{native_id}-m{2 * i}", f"{native_id}-m{2 * i + 1}"][: 2 if o else 1],
+                    not o,
+                ],
             ).fetchone()[0]  # type: ignore[index]
         )
         for i, (p, o) in enumerate(turns)
