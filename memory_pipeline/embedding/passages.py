@@ -103,15 +103,14 @@ def message_spans(messages: Sequence[str]) -> list[tuple[int, int]]:
 
 
 # The messages of a passage that quotes its turns whole ("pieces", memory_passages.whole_turns,
-# set when it is cut), as `turn_text` renders them: over PIECES_FROM (memory_passages p, its
-# turns a, their sides s), a piece is numbered PIECE_NUMBER (2 * the turn's place in the
-# passage + side) and holds s.text, for the rows PIECES_WHERE keeps. A passage of one message
-# (a turn nobody answered: its own vector is the message's), or of part of a turn (a long turn
-# cut at sentence boundaries), has none. The embedding step
-# gives each piece its own vector (passage_piece_embeddings): its own tokens pooled in its
-# turn's forward pass (PIECE_TURN_TEXT, the span PIECE_START to PIECE_END: `message_spans`), so
-# a reply is read as the answer to its question; a context pack ranks and quotes them one by
-# one (serving/context_pack.py).
+# set when it is cut), as `turn_text` renders them: over PIECES_FROM (memory_passages p, its turns
+# a, their sides s), a piece is numbered PIECE_NUMBER (2 * the turn's place in the passage + side)
+# and holds s.text, for the rows PIECES_WHERE keeps. A passage of one message (a turn nobody
+# answered: its own vector is the message's), or of part of a turn (a long turn cut at sentence
+# boundaries), has none. The embedding step gives each piece its own vector
+# (passage_piece_embeddings): its own tokens pooled in its turn's forward pass (PIECE_TURN_TEXT,
+# the span PIECE_START to PIECE_END: `message_spans`), so a reply is read as the answer to its
+# question; a context pack ranks and quotes them one by one (serving/context_pack.py).
 PIECES_FROM = """memory_passages p
 CROSS JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n)
 JOIN agent_turns a ON a.id = u.turn_id
