@@ -160,10 +160,17 @@ def span_vectors_reusing(embedder: Embedder, wanted: Sequence[tuple[str, Span]])
         for text, of_spans in zip(texts, span_vectors, strict=True):
             key = _key(text)
             for (span, rows), vector in zip(missing[text].items(), of_spans, strict=True):
-                if not vector.any():  # no token of it inside the model's window: read it alone
-                    vector = embedder.embed([text[span[0] : span[1]]])[0]
                 out[rows] = vector
                 cache.put(_span_key(key, span), vector.copy())
+    # A zero row, computed now or cached by the semantic pass: no token of the span was inside
+    # the model's window. Read it alone, once, and cache that instead.
+    unread = [i for i in range(len(wanted)) if not out[i].any()]
+    if unread:
+        parts = [wanted[i] for i in unread]
+        alone = embed_reusing(embedder, [text[a:b] for text, (a, b) in parts])
+        for i, (text, span), vector in zip(unread, parts, alone, strict=True):
+            out[i] = vector
+            cache.put(_span_key(_key(text), span), vector.copy())
     return out
 
 

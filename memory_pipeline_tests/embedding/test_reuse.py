@@ -156,6 +156,18 @@ def test_span_vectors_come_from_the_run_that_embedded_their_text() -> None:
     assert model.calls[2:] == [["long text"], ["text"]]
 
 
+def test_a_span_past_the_window_is_read_alone_after_its_text_was_cached() -> None:
+    """The semantic pass caches a turn's span vectors; one past the window came back as a zero
+    row, and the passage step must read that span alone, not store the zero row."""
+    model = SpanModel()
+    embed_reusing(model, ["long text"], [[(0, 4), (5, 9)]])
+    got = span_vectors_reusing(model, [("long text", (5, 9)), ("long text", (0, 4))])
+    assert got.tolist() == [[4.0, 1.0], [4.0, 9.0]]
+    assert model.calls == [["long text"], ["text"]]
+    assert span_vectors_reusing(model, [("long text", (5, 9))]).tolist() == [[4.0, 1.0]]
+    assert model.calls[2:] == []  # read alone once, then cached
+
+
 def test_an_embedder_that_cannot_pool_spans_embeds_each_span_alone() -> None:
     model = Model()  # like Ollama: one vector per text
     got = span_vectors_reusing(model, [("ab cde", (3, 6)), ("ab cde", (0, 2))])
