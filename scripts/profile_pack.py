@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from memory_pipeline import tuning
 from memory_pipeline.settings import Settings
-from serving import rerank_weights as W
 from serving.context_pack import context
 from serving.db import connect_reader
 from serving.evaluation import EvidenceIndex, found_in, load_gold, load_messages
@@ -79,9 +79,9 @@ with connect_reader() as conn:
                         conn,
                         q.query,
                         embedder=emb,
-                        limit=W.MAX_LIMIT,
+                        limit=tuning.MAX_LIMIT,
                         temporal_context=False,
-                        passages_per_hit=W.PACK_PASSAGES_PER_HIT,
+                        passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
                         near_passages=True,
                     )
                 ordinal = turn_of.get((item.source, item.native_task_id, item.native_message_id))

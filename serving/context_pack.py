@@ -7,7 +7,7 @@ before the one before it, since an answer follows its question). Each memory is 
 a title line, its provenance ids and its excerpts, counted as rendered (`serving/render.py`).
 
 Excerpts are packed greedily by priority (`excerpt_priority`, weights in
-`serving/rerank_weights.py`): the fused ranks of the passage itself and of its memory, so the
+`memory_pipeline/tuning.py`): the fused ranks of the passage itself and of its memory, so the
 turn that matched best comes first whichever memory holds it, a turn or message that says more
 before a short reply ranked as high (`substance`), and a further excerpt of a memory already in
 the pack is favoured (it costs no title or provenance lines). A turn is packed message by
@@ -37,10 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from memory_pipeline import tuning
 from memory_pipeline.embedding.passages import PIECE_NUMBER, PIECES_FROM
 from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
-from serving import rerank_weights as W
 from serving.models import (
     ContextItem,
     ContextPack,
@@ -58,7 +58,7 @@ _ELLIPSIS = " [...]"
 
 
 def tokens_of(text: str) -> int:
-    return -(-len(text) // W.CHARS_PER_TOKEN)  # ceiling
+    return -(-len(text) // tuning.CHARS_PER_TOKEN)  # ceiling
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def context(
     record_surface: str | None = None,
 ) -> ContextPack:
     filters = (filters or SearchFilters()).model_copy()
-    allowed = [t for t in (filters.types or []) if t not in W.STEERING_EXCLUDED_TYPES]
+    allowed = [t for t in (filters.types or []) if t not in tuning.STEERING_EXCLUDED_TYPES]
     if filters.types and not allowed:
         return ContextPack(
             query=query, token_budget=token_budget, tokens_used=0, truncated=False, items=[]
@@ -101,15 +101,17 @@ def context(
         conn,
         query,
         embedder=embedder,
-        limit=W.MAX_LIMIT,
+        limit=tuning.MAX_LIMIT,
         filters=filters,
         project_context=project_context,
         temporal_context=False,  # a pack quotes matches; neighbours in time matched nothing
         record_surface=None,
-        passages_per_hit=W.PACK_PASSAGES_PER_HIT,
+        passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
         near_passages=True,
     )
-    hits = [h for h in response.results if h.type not in W.STEERING_EXCLUDED_TYPES and h.passages]
+    hits = [
+        h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
+    ]
     with conn.transaction():
         flags = memory_flags(  # relationships: <= 2 per item
             conn, [str(h.id) for h in hits], include_private=filters.include_private
@@ -251,7 +253,11 @@ def pack_excerpts(
     for i, passage, base in matched:
         add(base, i, passage, False)
         for n in neighbours.get(str(passage.id), []):
-            share = W.PACK_NEIGHBOUR_SHARE if n.ordinal > passage.ordinal else W.PACK_PREVIOUS_SHARE
+            share = (
+                tuning.PACK_NEIGHBOUR_SHARE
+                if n.ordinal > passage.ordinal
+                else tuning.PACK_PREVIOUS_SHARE
+            )
             add(base * share, i, n, True)
 
     items: dict[int, ContextItem] = {}
@@ -347,7 +353,7 @@ def pack_excerpts(
         tokens_used=sum(tokens_of(pack_item_text(item)) for item in ordered),
         truncated=skipped or bool(left_out),
         items=ordered,
-        left_out=left_out[: W.PACK_MAX_LEFT_OUT_LISTED],
+        left_out=left_out[: tuning.PACK_MAX_LEFT_OUT_LISTED],
         left_out_count=len(left_out),
     )
 
@@ -356,7 +362,7 @@ def _at_least(cand: _Candidate) -> int:
     """Tokens a candidate adds to the pack at the least: its text (a message, or the passage),
     less a tenth for what cleaning may drop (render.clean: control and format characters)."""
     text = cand.piece.text if cand.piece else cand.passage.text
-    return (len(text) - len(text) // 10) // W.CHARS_PER_TOKEN - 1
+    return (len(text) - len(text) // 10) // tuning.CHARS_PER_TOKEN - 1
 
 
 def message_bonus(piece: Piece | None) -> float:
@@ -364,7 +370,7 @@ def message_bonus(piece: Piece | None) -> float:
     (PACK_RRF_K + its rank among the candidate messages by vector); 0 for a whole passage."""
     if piece is None:
         return 0.0
-    return W.PACK_MESSAGE_WEIGHT / (W.PACK_RRF_K + piece.rank)
+    return tuning.PACK_MESSAGE_WEIGHT / (tuning.PACK_RRF_K + piece.rank)
 
 
 def _excerpt_with(
@@ -405,7 +411,9 @@ def _best_first(
         if new := items.keys() - moved:
             moved |= new
             for _, n, c in (e for e in closed if e[2].hit_index in new):
-                heapq.heappush(opened, ((-c.priority * W.PACK_OPEN_ITEM_BONUS, *key(c)[1:]), n, c))
+                heapq.heappush(
+                    opened, ((-c.priority * tuning.PACK_OPEN_ITEM_BONUS, *key(c)[1:]), n, c)
+                )
             closed = [e for e in closed if e[2].hit_index not in new]
             heapq.heapify(closed)
         if opened and (not closed or opened[0][0] <= closed[0][0]):
@@ -422,12 +430,12 @@ def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment
     """Reciprocal Rank Fusion of the passage's own ranks (BM25 and vectors, among passages)
     and its memory's rank in the search (which carries the rerank), the latter weighted; a
     distilled memory's passage (a sentence drawn from a turn) at PACK_DISTILLED_SHARE of it."""
-    k = W.PACK_RRF_K
-    score = W.PACK_HIT_WEIGHT / (k + hit_index + 1)
+    k = tuning.PACK_RRF_K
+    score = tuning.PACK_HIT_WEIGHT / (k + hit_index + 1)
     for rank in (passage.bm25_rank, passage.vector_rank):
         if rank is not None:
             score += 1 / (k + rank)
-    return score if kind == "segment" else score * W.PACK_DISTILLED_SHARE
+    return score if kind == "segment" else score * tuning.PACK_DISTILLED_SHARE
 
 
 def substance(text: str, kind: str = "segment") -> float:
@@ -436,18 +444,18 @@ def substance(text: str, kind: str = "segment") -> float:
     memory (short by design: a decision says what it must)."""
     if kind != "segment":
         return 1.0
-    words = len(tokens(text)) + W.PACK_SUBSTANCE_OFFSET
-    return (words / (W.PACK_SUBSTANCE_TYPICAL_WORDS + W.PACK_SUBSTANCE_OFFSET)) ** (
-        W.PACK_SUBSTANCE_EXPONENT
+    words = len(tokens(text)) + tuning.PACK_SUBSTANCE_OFFSET
+    return (words / (tuning.PACK_SUBSTANCE_TYPICAL_WORDS + tuning.PACK_SUBSTANCE_OFFSET)) ** (
+        tuning.PACK_SUBSTANCE_EXPONENT
     )
 
 
 _CURRENT_STATE = re.compile(
-    r"\b(?:" + "|".join(re.escape(c) for c in W.PACK_CURRENT_STATE_CUES) + r")\b", re.I
+    r"\b(?:" + "|".join(re.escape(c) for c in tuning.PACK_CURRENT_STATE_CUES) + r")\b", re.I
 )
 
 
-_CHANGE_TOKENS = frozenset(tokens(" ".join(W.PACK_CHANGE_CUES)))
+_CHANGE_TOKENS = frozenset(tokens(" ".join(tuning.PACK_CHANGE_CUES)))
 
 
 def asks_current_state(query: str) -> bool:
@@ -467,7 +475,7 @@ def _update_candidates(hits: list[SearchHit]) -> list[str]:
         ),
         reverse=True,
     )
-    return [pid for _, pid in ranked[: W.PACK_UPDATE_CANDIDATES]]
+    return [pid for _, pid in ranked[: tuning.PACK_UPDATE_CANDIDATES]]
 
 
 def passage_vectors(conn: psycopg.Connection, passage_ids: list[str]) -> dict[str, np.ndarray]:
@@ -510,7 +518,7 @@ def newer_first(
     if not query_words:
         return matched
     order = sorted(range(len(matched)), key=lambda n: -matched[n][2])
-    top = set(order[: W.PACK_UPDATE_CANDIDATES])
+    top = set(order[: tuning.PACK_UPDATE_CANDIDATES])
     when = {n: (hits[matched[n][0]].created_at, matched[n][1].ordinal) for n in top}
     words = {n: tokens(matched[n][1].text) for n in top}
     shared = {n: words[n] & query_words for n in top}
@@ -523,17 +531,17 @@ def newer_first(
             if when[older] >= when[newer]:
                 continue  # same moment: no order between them
             common = shared[newer] & shared[older]
-            if len(common) >= W.PACK_SAME_FACT_SHARE * len(query_words) or _close(
+            if len(common) >= tuning.PACK_SAME_FACT_SHARE * len(query_words) or _close(
                 vectors, matched[newer][1], matched[older][1]
             ):
-                priority[newer] = max(priority[newer], priority[older] * W.PACK_NEWER_STEP)
+                priority[newer] = max(priority[newer], priority[older] * tuning.PACK_NEWER_STEP)
     return [(i, p, priority.get(n, prio)) for n, (i, p, prio) in enumerate(matched)]
 
 
 def _close(vectors: dict[str, np.ndarray] | None, a: PassageMatch, b: PassageMatch) -> bool:
     """Whether two passages say nearly the same thing by their vectors (PACK_SAME_FACT_COSINE)."""
     va, vb = (vectors or {}).get(str(a.id)), (vectors or {}).get(str(b.id))
-    return va is not None and vb is not None and float(va @ vb) >= W.PACK_SAME_FACT_COSINE
+    return va is not None and vb is not None and float(va @ vb) >= tuning.PACK_SAME_FACT_COSINE
 
 
 def _normal(text: str) -> str:
@@ -584,7 +592,7 @@ def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) ->
 def _cut_to_fit(hit: SearchHit, excerpt: Excerpt, budget: int) -> ContextItem | None:
     """The item with its excerpt's head, as much as the budget leaves after the item's lines."""
     empty = pack_item_text(_with_excerpt(hit, None, excerpt.model_copy(update={"text": ""})))
-    room = budget * W.CHARS_PER_TOKEN - len(empty) - len(_ELLIPSIS)
+    room = budget * tuning.CHARS_PER_TOKEN - len(empty) - len(_ELLIPSIS)
     while room > 0:
         cut = excerpt.model_copy(
             update={"text": excerpt.text[:room].rstrip() + _ELLIPSIS, "truncated": True}
@@ -592,5 +600,5 @@ def _cut_to_fit(hit: SearchHit, excerpt: Excerpt, budget: int) -> ContextItem | 
         item = _with_excerpt(hit, None, cut)
         if tokens_of(pack_item_text(item)) <= budget:
             return item
-        room -= W.CHARS_PER_TOKEN * 4  # cleaning or escaping made it longer: try shorter
+        room -= tuning.CHARS_PER_TOKEN * 4  # cleaning or escaping made it longer: try shorter
     return None

@@ -1,6 +1,6 @@
 """Retrieval evaluation against a gold set of queries and the turns that must be found.
 
-Two measures, each over the production code with the weights of `serving/rerank_weights.py`:
+Two measures, each over the production code with the weights of `memory_pipeline/tuning.py`:
 
 - **Ranking**: Recall@5, Recall@10 and MRR for BM25 only, vectors only and the full pipeline. A
   result finds a gold item when the item's turn is in the result's provenance (the check
@@ -32,8 +32,8 @@ import numpy as np
 import psycopg
 from pydantic import BaseModel, model_validator
 
+from memory_pipeline import tuning
 from memory_pipeline.embedding.spaces import serving_space
-from serving import rerank_weights as W
 from serving.context_pack import context, tokens_of
 from serving.models import SearchHit
 from serving.render import pack_item_text
@@ -408,7 +408,7 @@ def report_table(report: EvaluationReport) -> str:
     if report.evidence:
         e = report.evidence
         lines.append(
-            f"evidence found in the packed text ({W.CHARS_PER_TOKEN} characters per token;"
+            f"evidence found in the packed text ({tuning.CHARS_PER_TOKEN} characters per token;"
             f" baseline: {e.messages} raw messages, BM25 + vectors, RRF)"
         )
         lines.append(f"{'budget':<8} {'pack':>9} {'baseline':>10}")

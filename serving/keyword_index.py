@@ -20,9 +20,9 @@ from pathlib import Path
 import psycopg
 import tantivy
 
+from memory_pipeline import tuning
 from memory_pipeline.embedding import keyword_index as K
 from memory_pipeline.settings import Settings
-from serving import rerank_weights as W
 from serving.models import SearchFilters
 
 _lock = threading.Lock()
@@ -132,7 +132,7 @@ def open_view(conn: psycopg.Connection, query: str) -> View | None:
         " FROM search_index_identity i",
         [query],
     ).fetchone()
-    if row is None or (W.BM25_K1, W.BM25_B) != K.TANTIVY_BM25:
+    if row is None or (tuning.BM25_K1, tuning.BM25_B) != K.TANTIVY_BM25:
         return None
     lexemes, token, database, build, generation, changed = row
     if changed or not build:
@@ -187,9 +187,9 @@ def rank(hits: list[tuple[float, int, int]]) -> list[tuple[str, str]]:
         if mid not in best:
             best[mid] = score
             first.add(pid)
-    top = set(sorted(best, key=lambda m: (-best[m], m))[: W.CANDIDATES_PER_CHANNEL])
+    top = set(sorted(best, key=lambda m: (-best[m], m))[: tuning.CANDIDATES_PER_CHANNEL])
     return [
         (K.uuid_text(pid), K.uuid_text(mid))
         for prank, (_, pid, mid) in enumerate(ordered, start=1)
-        if mid in top and (pid in first or prank <= W.PASSAGE_CANDIDATES_PER_CHANNEL)
+        if mid in top and (pid in first or prank <= tuning.PASSAGE_CANDIDATES_PER_CHANNEL)
     ]

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from serving import rerank_weights as W
+from memory_pipeline import tuning
 
 MemoryStatus = Literal["active", "explored", "archived", "superseded", "user_rejected"]
 DEFAULT_STATUSES: tuple[MemoryStatus, ...] = ("active", "explored")
@@ -159,5 +159,5 @@ class ContextPack(BaseModel):
         'neighbours) unless marked whole="1"; memory_read(id) returns a whole memory (an id '
         "here is the first digits of the memory's id). [t12] quotes turn 12 of the task in "
         "`from`, [t13 near] the turn next to a match, [t12 cut] "
-        f"part of turn 12. Counted as {W.CHARS_PER_TOKEN} characters per token."
+        f"part of turn 12. Counted as {tuning.CHARS_PER_TOKEN} characters per token."
     )

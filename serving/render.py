@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from serving import rerank_weights as W
+from memory_pipeline import tuning
 from serving.browse_models import (
     MemoryDetail,
     MemoryGraph,
@@ -157,7 +157,7 @@ def pack_item_text(item: ContextItem) -> str:
     head += f' date="{created}"'
     head += f' from="{attr(tasks)}"' if tasks else ' from="none"'
     if not _quoted(item):  # a segment's title is its first prompt: no need to say it twice
-        head += f' title="{attr(_short(item.title, W.PACK_TITLE_CHARS))}"'
+        head += f' title="{attr(_short(item.title, tuning.PACK_TITLE_CHARS))}"'
     lines = [head + (">" if item.truncated else ' whole="1">')]
     lines += [clean(f"flag: {f}") for f in item.flags]  # relationship warnings, at most two
     for e in item.excerpts:
@@ -169,7 +169,7 @@ def pack_item_text(item: ContextItem) -> str:
 def short_id(memory_id: object) -> str:
     """The id a pack item shows: the first PACK_ID_CHARS hex digits (browse.resolve_memory_id
     reads it back)."""
-    return str(memory_id).replace("-", "")[: W.PACK_ID_CHARS]
+    return str(memory_id).replace("-", "")[: tuning.PACK_ID_CHARS]
 
 
 _SPEAKER_CHARS = 40  # room for the speaker label before an excerpt's first words

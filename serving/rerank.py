@@ -1,6 +1,6 @@
 """The utility rerank: each term a small pure function, the total a weighted sum.
 
-Weights and constants come from `serving/rerank_weights.py`; the formula is documented there.
+Weights and constants come from `memory_pipeline/tuning.py`; the formula is documented there.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from serving import rerank_weights as W
+from memory_pipeline import tuning
 from serving.text import overlap, tokens
 
 
@@ -34,7 +34,7 @@ class Candidate:
     task_id: str | None
 
 
-def rrf_scores(*rankings: list[str], k: int = W.RRF_K) -> dict[str, float]:
+def rrf_scores(*rankings: list[str], k: int = tuning.RRF_K) -> dict[str, float]:
     """Reciprocal Rank Fusion: sum over channels of 1 / (k + rank), rank starting at 1."""
     scores: dict[str, float] = {}
     for ranking in rankings:
@@ -43,7 +43,7 @@ def rrf_scores(*rankings: list[str], k: int = W.RRF_K) -> dict[str, float]:
     return scores
 
 
-def rrf_normalized(rrf: float, channels: int = 2, k: int = W.RRF_K) -> float:
+def rrf_normalized(rrf: float, channels: int = 2, k: int = tuning.RRF_K) -> float:
     """RRF scaled to 0..1: 1.0 means rank 1 in every channel."""
     return rrf / (channels / (k + 1))
 
@@ -51,25 +51,25 @@ def rrf_normalized(rrf: float, channels: int = 2, k: int = W.RRF_K) -> float:
 def recency(created_at: datetime, access_count: int, now: datetime) -> float:
     """Power-law decay of age; stability grows with retrieval, so used memories fade slower."""
     age_days = max(0.0, (now - created_at).total_seconds() / 86400)
-    stability = W.RECENCY_BASE_STABILITY_DAYS * (1 + math.log1p(max(access_count, 0)))
-    return (1 + age_days / stability) ** -W.RECENCY_DECAY
+    stability = tuning.RECENCY_BASE_STABILITY_DAYS * (1 + math.log1p(max(access_count, 0)))
+    return (1 + age_days / stability) ** -tuning.RECENCY_DECAY
 
 
 def length_score(text: str) -> float:
     words = len(text.split())
-    low, high = W.LENGTH_IDEAL_WORDS
+    low, high = tuning.LENGTH_IDEAL_WORDS
     if words < low:
         return words / low
     if words <= high:
         return 1.0
-    return 1.0 / (1.0 + (words - high) / W.LENGTH_LONG_HALF_WORDS)
+    return 1.0 / (1.0 + (words - high) / tuning.LENGTH_LONG_HALF_WORDS)
 
 
 def spacing_bonus(created_at: datetime, last_accessed_at: datetime | None) -> float:
     if last_accessed_at is None:
         return 1.0
     span_days = max(0.0, (last_accessed_at - created_at).total_seconds() / 86400)
-    return 1.0 + W.SPACING_MAX_EXTRA * min(1.0, span_days / W.SPACING_FULL_DAYS)
+    return 1.0 + tuning.SPACING_MAX_EXTRA * min(1.0, span_days / tuning.SPACING_FULL_DAYS)
 
 
 def reinforcement(
@@ -78,7 +78,7 @@ def reinforcement(
     if access_count <= 0:
         return 0.0
     return (
-        W.REINFORCEMENT_WEIGHT
+        tuning.REINFORCEMENT_WEIGHT
         * math.log1p(access_count)
         * spacing_bonus(created_at, last_accessed_at)
     )
@@ -87,7 +87,7 @@ def reinforcement(
 def is_stale(created_at: datetime, last_accessed_at: datetime | None, now: datetime) -> bool:
     """Not retrieved for STALE_AFTER_DAYS (counting from creation when never retrieved)."""
     last = last_accessed_at or created_at
-    return (now - last).days > W.STALE_AFTER_DAYS
+    return (now - last).days > tuning.STALE_AFTER_DAYS
 
 
 def score(
@@ -123,22 +123,22 @@ def terms(
     if text_overlap is None:
         text_overlap = overlap(query_tokens, tokens(f"{c.title} {c.content}"))
     parts = {
-        "rrf": W.W_RRF * rrf_normalized(c.rrf),
-        "token_overlap": W.W_TOKEN_OVERLAP * text_overlap,
-        "title_overlap": W.W_TITLE_OVERLAP * overlap(query_tokens, tokens(c.title)),
-        "context_overlap": W.W_CONTEXT_OVERLAP
+        "rrf": tuning.W_RRF * rrf_normalized(c.rrf),
+        "token_overlap": tuning.W_TOKEN_OVERLAP * text_overlap,
+        "title_overlap": tuning.W_TITLE_OVERLAP * overlap(query_tokens, tokens(c.title)),
+        "context_overlap": tuning.W_CONTEXT_OVERLAP
         * overlap(context_tokens, tokens(c.encoding_context or "")),
-        "recency": W.W_RECENCY * recency(c.created_at, c.access_count, now),
-        "length": W.W_LENGTH * length_score(c.content),
-        "depth": W.W_DEPTH * (c.depth_score or 0.0),
-        "type_boost": W.TYPE_BOOST.get(c.type, 0.0),
-        "mem_class_boost": W.MEM_CLASS_BOOST.get(c.mem_class or "", 0.0),
+        "recency": tuning.W_RECENCY * recency(c.created_at, c.access_count, now),
+        "length": tuning.W_LENGTH * length_score(c.content),
+        "depth": tuning.W_DEPTH * (c.depth_score or 0.0),
+        "type_boost": tuning.TYPE_BOOST.get(c.type, 0.0),
+        "mem_class_boost": tuning.MEM_CLASS_BOOST.get(c.mem_class or "", 0.0),
         "reinforcement": reinforcement(c.access_count, c.created_at, c.last_accessed_at),
-        "project_penalty": W.PROJECT_PENALTY
+        "project_penalty": tuning.PROJECT_PENALTY
         if project_context and c.project and c.project.casefold() != project_context.casefold()
         else 0.0,
-        "superseded_penalty": W.SUPERSEDED_PENALTY if c.status == "superseded" else 0.0,
-        "staleness_penalty": W.STALENESS_PENALTY
+        "superseded_penalty": tuning.SUPERSEDED_PENALTY if c.status == "superseded" else 0.0,
+        "staleness_penalty": tuning.STALENESS_PENALTY
         if is_stale(c.created_at, c.last_accessed_at, now)
         else 0.0,
     }
@@ -161,8 +161,8 @@ def dedup_exact(ranked: list[Candidate]) -> list[Candidate]:
 def diversify(
     ranked: list[Candidate],
     scores: dict[str, float],
-    per_task: int = W.MAX_RESULTS_PER_TASK,
-    penalty: float = W.DIVERSITY_PENALTY,
+    per_task: int = tuning.MAX_RESULTS_PER_TASK,
+    penalty: float = tuning.DIVERSITY_PENALTY,
 ) -> list[Candidate]:
     """Soft lineage diversity: the best results of a task are free, further ones pay a price.
 
@@ -204,7 +204,7 @@ def top_results(
     project_context: str | None,
     now: datetime,
     limit: int,
-    batch: int = W.RERANK_BATCH,
+    batch: int = tuning.RERANK_BATCH,
 ) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
     """The best `limit` candidates after the rerank, dedup and diversity, and the terms of each
     candidate it scored: exactly what scoring every candidate would give.
@@ -231,7 +231,7 @@ def top_results(
         for c in order[done : done + step]:
             text = tokens(f"{c.title} {c.content}")
             parts = bounded[c.id] | {
-                "token_overlap": W.W_TOKEN_OVERLAP * overlap(query_tokens, text)
+                "token_overlap": tuning.W_TOKEN_OVERLAP * overlap(query_tokens, text)
             }
             scored[c.id] = parts
             totals[c.id] = sum(parts.values())
@@ -248,8 +248,8 @@ def top_results(
 def _last_effective(
     chosen: list[Candidate],
     scores: dict[str, float],
-    per_task: int = W.MAX_RESULTS_PER_TASK,
-    penalty: float = W.DIVERSITY_PENALTY,
+    per_task: int = tuning.MAX_RESULTS_PER_TASK,
+    penalty: float = tuning.DIVERSITY_PENALTY,
 ) -> float:
     """The lowest score after its diversity penalty at which a result of `chosen` was taken."""
     counts: dict[str | None, int] = {}

@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from memory_pipeline import tuning
 from memory_pipeline.bench.corpus import (
     CORPUS_DAYS,
     CORPUS_END,
@@ -42,7 +43,6 @@ from memory_pipeline.bench.report import Figure
 from memory_pipeline.db.connection import connect
 from memory_pipeline.settings import REPO_ROOT
 from serving import keyword_index
-from serving import rerank_weights as W
 from serving import search as S
 from serving.models import SearchFilters
 
@@ -241,18 +241,18 @@ def bm25_exhaustive(
             " GROUP BY p.id" + S.RANK_PASSAGES_BY_MEMORY
         ).format(where=where),
         [
-            W.BM25_K1 + 1,
-            W.BM25_K1,
-            W.BM25_B,
-            W.BM25_B,
+            tuning.BM25_K1 + 1,
+            tuning.BM25_K1,
+            tuning.BM25_B,
+            tuning.BM25_B,
             avgdl,
-            W.BM25_TITLE_TF,
+            tuning.BM25_TITLE_TF,
             lexemes,
             idfs,
             tsquery,
             *params,
-            W.CANDIDATES_PER_CHANNEL,
-            W.PASSAGE_CANDIDATES_PER_CHANNEL,
+            tuning.CANDIDATES_PER_CHANNEL,
+            tuning.PASSAGE_CANDIDATES_PER_CHANNEL,
         ],
     ).fetchall()
     return S.ChannelResult.of(rows)

@@ -59,7 +59,7 @@ def _filters(types, projects, sources, tags, since, until, statuses, include_pri
 
 
 def _check_query(query: str) -> str:
-    from serving.rerank_weights import MAX_QUERY_CHARS
+    from memory_pipeline.tuning import MAX_QUERY_CHARS
 
     query = query.strip()
     if not query:

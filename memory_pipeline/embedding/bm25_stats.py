@@ -14,7 +14,6 @@ from __future__ import annotations
 import psycopg
 
 from memory_pipeline import tuning
-from serving import rerank_weights as W
 
 
 def refresh_bm25_statistics(conn: psycopg.Connection) -> tuple[int, int, int]:
@@ -51,7 +50,12 @@ def refresh_bm25_statistics(conn: psycopg.Connection) -> tuple[int, int, int]:
 def refresh_postings(conn: psycopg.Connection, avgdl: float) -> bool:
     """Rebuild every posting when the parameters its impacts were computed with are out of
     date (or passages have none); returns whether it rebuilt. Idempotent."""
-    want = (W.BM25_K1, W.BM25_B, W.BM25_TITLE_TF, max(avgdl, 1.0))  # search's floor of 1
+    want = (
+        tuning.BM25_K1,
+        tuning.BM25_B,
+        tuning.BM25_TITLE_TF,
+        max(avgdl, 1.0),
+    )  # search's floor of 1
     k1, b, title_tf, stored = conn.execute(
         "SELECT k1, b, title_tf, avgdl FROM passage_postings_params"
     ).fetchone()  # type: ignore[misc]

@@ -31,7 +31,6 @@ import tantivy
 
 from memory_pipeline import tuning
 from memory_pipeline.settings import Settings
-from serving import rerank_weights as W
 
 # Bumped whenever the document layout changes: an index of another version is rebuilt.
 SCHEMA_VERSION = 4
@@ -42,7 +41,7 @@ SCHEMA_VERSION = 4
 # (a document whose repetitions alone exceed that keeps its own length; tantivy quantises
 # lengths above 40 to within about 7%, the one remaining difference).
 LENGTH_SCALE = 2
-# tantivy's BM25 has these built in; serving uses the index only while rerank_weights' BM25_K1
+# tantivy's BM25 has these built in; serving uses the index only while tuning's BM25_K1
 # and BM25_B equal them.
 TANTIVY_BM25 = (1.2, 0.75)
 FILLER = "\x01"
@@ -92,8 +91,8 @@ def schema() -> tantivy.Schema:
 
 def title_tf() -> int:
     """BM25_TITLE_TF as the whole number of repetitions tantivy needs."""
-    tf = int(W.BM25_TITLE_TF)
-    if tf != W.BM25_TITLE_TF:
+    tf = int(tuning.BM25_TITLE_TF)
+    if tf != tuning.BM25_TITLE_TF:
         raise ValueError("BM25_TITLE_TF must be a whole number for the keyword index")
     return tf
 

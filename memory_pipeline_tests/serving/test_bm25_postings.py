@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from memory_pipeline import tuning
 from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline_tests.support.bm25 import bm25, cut_passages, reference
 from memory_pipeline_tests.support.memories import add_memory
-from serving import rerank_weights as W
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_ranking_is_the_exhaustive_bm25_ranking(conn, reader) -> None:  # type: 
 def test_a_common_words_unread_tail_does_not_hide_a_rare_match(conn, reader, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """With two postings read per lexeme, the passage holding the rare word is still found
     and scored over both words (exact rescoring), ahead of passages with the common word only."""
-    monkeypatch.setattr(W, "BM25_POSTINGS_PER_LEXEME", 2)
+    monkeypatch.setattr(tuning, "BM25_POSTINGS_PER_LEXEME", 2)
     common = [
         add_memory(conn, f"Deploy {i}", "We deploy on Fridays. Deploy again.") for i in range(6)
     ]

@@ -11,13 +11,13 @@ import numpy as np
 import psycopg
 import pytest
 
+from memory_pipeline import tuning
 from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from memory_pipeline_tests.support.segments import add_segment
-from serving import rerank_weights as W
 from serving.context_pack import (
     Piece,
     _pieces,
@@ -346,13 +346,13 @@ def test_an_item_is_one_header_line_its_excerpts_and_the_closing_tag() -> None:
     head = lines[0]
     # Everything the agent needs to place and re-read the memory, on one line; a segment's
     # kind and an excerpt's "part" are what a pack item is unless it says otherwise.
-    short = str(seg.id).replace("-", "")[: W.PACK_ID_CHARS]  # memory_read takes it
+    short = str(seg.id).replace("-", "")[: tuning.PACK_ID_CHARS]  # memory_read takes it
     assert head.startswith(f'<memory id="{short}" date="{NOW.date()}"')
     assert 'from="chat_import:chat-lab-s03"' in head and head.endswith('">')
     assert "kind=" not in head and "whole=" not in head and "part=" not in head
     fixed = len('<memory id="" date="2026-11-30" from="chat_import:" title="">')
-    assert len(head) <= fixed + W.PACK_ID_CHARS + len("chat-lab-s03") + W.PACK_TITLE_CHARS
-    assert f'title="{seg.title[: W.PACK_TITLE_CHARS - 1].rstrip()}…"' in head  # cut short
+    assert len(head) <= fixed + tuning.PACK_ID_CHARS + len("chat-lab-s03") + tuning.PACK_TITLE_CHARS
+    assert f'title="{seg.title[: tuning.PACK_TITLE_CHARS - 1].rstrip()}…"' in head  # cut short
     # Each excerpt is marked with the turns it quotes; nothing else but the closing tag.
     assert lines[1:] == [
         "[t0] Mara: Where do the backups go?",
@@ -415,7 +415,7 @@ def test_a_turn_that_says_more_is_packed_before_a_short_reply_ranked_as_high(
     assert [i.memory_id for i in pack_excerpts(query, room_for_one, hits, {}, counts).items] == [
         full.id
     ]
-    monkeypatch.setattr(W, "PACK_SUBSTANCE_EXPONENT", 0.0)  # ranks alone: the search's order
+    monkeypatch.setattr(tuning, "PACK_SUBSTANCE_EXPONENT", 0.0)  # ranks alone: the search's order
     assert [i.memory_id for i in pack_excerpts(query, room_for_one, hits, {}, counts).items] == [
         short.id
     ]

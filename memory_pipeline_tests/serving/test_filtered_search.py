@@ -22,7 +22,6 @@ from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import add_memory
-from serving import rerank_weights as W
 from serving.models import SearchFilters
 from serving.search import bm25_channel, filtered_memories, vector_channel, vector_statement
 
@@ -46,7 +45,7 @@ def test_a_narrow_filter_finds_a_match_behind_other_projects_best_postings(  # t
     """Every best posting of "deploy" belongs to another project: walking postings read only
     those and found nothing for the filtered project; scoring its passages exactly finds its
     match, ranked as the exhaustive BM25 ranks it."""
-    monkeypatch.setattr(W, "BM25_POSTINGS_PER_LEXEME", 1)  # 4 postings read under a filter
+    monkeypatch.setattr(tuning, "BM25_POSTINGS_PER_LEXEME", 1)  # 4 postings read under a filter
     for i in range(8):
         add_memory(conn, f"Deploy {i}", "Deploy. Deploy again. Deploy.", project="alpha")
     short = add_memory(conn, "Notes", "We deploy on Fridays.", project="beta")

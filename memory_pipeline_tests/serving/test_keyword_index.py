@@ -24,7 +24,6 @@ from memory_pipeline.forget.select import Selector
 from memory_pipeline_tests.support.bm25 import bm25, cut_passages, reference
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from serving import keyword_index
-from serving import rerank_weights as W
 
 
 @pytest.fixture
@@ -45,10 +44,10 @@ def on_index(reader: psycopg.Connection, query: str = "anything") -> bool:
 
 
 def test_tantivys_bm25_constants_are_ours() -> None:
-    """tantivy's BM25 has k1 1.2 and b 0.75 built in; ours live in rerank_weights. If they
+    """tantivy's BM25 has k1 1.2 and b 0.75 built in; ours live in tuning. If they
     ever differ the index must not be used (open_view checks the same pair)."""
-    assert (W.BM25_K1, W.BM25_B) == K.TANTIVY_BM25
-    assert K.title_tf() == W.BM25_TITLE_TF
+    assert (tuning.BM25_K1, tuning.BM25_B) == K.TANTIVY_BM25
+    assert K.title_tf() == tuning.BM25_TITLE_TF
 
 
 def test_index_is_not_used_when_the_bm25_constants_differ(conn, reader, home, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -56,7 +55,7 @@ def test_index_is_not_used_when_the_bm25_constants_differ(conn, reader, home, mo
     cut_passages(conn)
     refresh(conn, home)
     assert on_index(reader)
-    monkeypatch.setattr(W, "BM25_K1", 1.5)
+    monkeypatch.setattr(tuning, "BM25_K1", 1.5)
     assert not on_index(reader)
 
 
@@ -81,7 +80,7 @@ def test_ranking_equals_the_postgresql_channel(conn, reader, home) -> None:  # t
 def test_filters_apply_on_the_index_path(conn, reader, home, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Every filter holds: the narrowing ones inside the index, all of them in PostgreSQL
     (the index is read deeper while too few memories pass the status filter)."""
-    monkeypatch.setattr(W, "BM25_RESCORE_PASSAGES", 2)
+    monkeypatch.setattr(tuning, "BM25_RESCORE_PASSAGES", 2)
     insights = [
         add_memory(conn, f"Deploy {i}", "Deploy deploy on Fridays.", project="atlas", tags=["ops"])
         for i in range(5)
@@ -353,7 +352,14 @@ def exact_scores(reader: psycopg.Connection, query: str) -> dict[str, float]:
         "  CROSS JOIN LATERAL unnest(p.search_vector) AS u JOIN q ON q.lexeme = u.lexeme"
         "  CROSS JOIN LATERAL (SELECT sum(CASE w WHEN 'A' THEN %s ELSE 1 END) AS tf"
         "   FROM unnest(u.weights) AS w) t GROUP BY p.id, p.memory_id) p GROUP BY 1",
-        [query, W.BM25_K1 + 1, W.BM25_K1, W.BM25_B, W.BM25_B, W.BM25_TITLE_TF],
+        [
+            query,
+            tuning.BM25_K1 + 1,
+            tuning.BM25_K1,
+            tuning.BM25_B,
+            tuning.BM25_B,
+            tuning.BM25_TITLE_TF,
+        ],
     ).fetchall()
     return {r[0]: float(r[1]) for r in rows}
 

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from mcp import Client
 
+from memory_pipeline import tuning
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.passages import sync_passages
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
@@ -31,7 +32,6 @@ from memory_pipeline_tests.support.memories import (
 )
 from memory_pipeline_tests.support.segments import add_segment
 from serving import browse
-from serving import rerank_weights as W
 from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
@@ -164,8 +164,8 @@ async def test_tools_are_read_only_with_schemas_and_instructions(server) -> None
             assert tool.output_schema and tool.output_schema["type"] == "object"
             assert tool.description
         search = tools["memory_search"].input_schema["properties"]
-        assert search["query"]["maxLength"] == W.MAX_QUERY_CHARS
-        assert (search["limit"]["minimum"], search["limit"]["maximum"]) == (1, W.MAX_LIMIT)
+        assert search["query"]["maxLength"] == tuning.MAX_QUERY_CHARS
+        assert (search["limit"]["minimum"], search["limit"]["maximum"]) == (1, tuning.MAX_LIMIT)
         assert tools["memory_graph"].input_schema["properties"]["depth"]["maximum"] == 3
         assert tools["memory_list"].input_schema["properties"]["limit"]["maximum"] == 50
         budget = tools["memory_context"].input_schema["properties"]["token_budget"]
@@ -224,8 +224,8 @@ async def test_context_pack_is_budgeted_and_never_packs_corrections(conn, seeded
     assert len(blocks(text)) == len(pack["items"])
     # Items name their memory by the first hex digits of its id, and memory_read takes them.
     shown = re.findall(r'<memory id="([0-9a-f]+)"', text)
-    assert [len(i) for i in shown] == [W.PACK_ID_CHARS] * len(pack["items"])
-    assert [i["memory_id"].replace("-", "")[: W.PACK_ID_CHARS] for i in pack["items"]] == shown
+    assert [len(i) for i in shown] == [tuning.PACK_ID_CHARS] * len(pack["items"])
+    assert [i["memory_id"].replace("-", "")[: tuning.PACK_ID_CHARS] for i in pack["items"]] == shown
     read = await client.call_tool("memory_read", {"memory_id": shown[0]})
     assert read.is_error is False and read.structured_content["id"] == pack["items"][0]["memory_id"]
     assert conn.execute("SELECT count(*) FROM retrieval_events WHERE surface = 'mcp'").fetchone()[
@@ -401,9 +401,9 @@ async def test_timeline_around_a_time_and_in_a_project(seeded, client) -> None: 
 # --- bad inputs --------------------------------------------------------------------------------
 async def test_bad_inputs_are_readable_tool_errors(seeded, client) -> None:  # type: ignore[no-untyped-def]
     cases = [
-        ("memory_search", {"query": "x" * (W.MAX_QUERY_CHARS + 1)}, "at most 2000 characters"),
+        ("memory_search", {"query": "x" * (tuning.MAX_QUERY_CHARS + 1)}, "at most 2000 characters"),
         ("memory_search", {"query": "token", "limit": -1}, "greater than or equal to 1"),
-        ("memory_search", {"query": "token", "limit": W.MAX_LIMIT + 1}, "less than or equal"),
+        ("memory_search", {"query": "token", "limit": tuning.MAX_LIMIT + 1}, "less than or equal"),
         ("memory_search", {"query": ""}, "at least 1 character"),
         ("memory_search", {"query": "   \n "}, "the query is empty"),
         ("memory_search", {"query": "x", "types": ["nonsense"]}, "Input should be"),
@@ -549,7 +549,7 @@ async def test_memory_text_is_cleaned_and_stays_inside_its_delimiter(conn, clien
         assert 'id="fake"' not in "".join(opened)
         assert 'trusted="yes"' not in "".join(opened)
         assert "‹/memory>" in text or "‹/MEMORY" in text
-        shown = (mid, mid.replace("-", "")[: W.PACK_ID_CHARS])  # a pack shows the short id
+        shown = (mid, mid.replace("-", "")[: tuning.PACK_ID_CHARS])  # a pack shows the short id
         mine = [b for b in blocks(text) if any(f'id="{i}"' in b for i in shown)]
         assert mine, text
     read = text_of(outputs[1])

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memory_pipeline import tuning
 from memory_pipeline_tests.support.memories import NOW
-from serving import rerank_weights as W
 from serving.rerank import (
     Candidate,
     dedup_exact,
@@ -61,13 +61,13 @@ def test_rrf_arithmetic() -> None:
 
 def test_token_and_title_overlap() -> None:
     p = parts(BASE, "rate limiter redis")
-    assert p["title_overlap"] == pytest.approx(W.W_TITLE_OVERLAP * 2 / 3)
-    assert p["token_overlap"] == pytest.approx(W.W_TOKEN_OVERLAP * 2 / 3)
+    assert p["title_overlap"] == pytest.approx(tuning.W_TITLE_OVERLAP * 2 / 3)
+    assert p["token_overlap"] == pytest.approx(tuning.W_TOKEN_OVERLAP * 2 / 3)
 
 
 def test_context_overlap_uses_the_given_context() -> None:
     assert parts(BASE, "anything", context="billing work")["context_overlap"] == pytest.approx(
-        W.W_CONTEXT_OVERLAP * 0.5
+        tuning.W_CONTEXT_OVERLAP * 0.5
     )
     assert parts(BASE, "anything", context="homelab")["context_overlap"] == 0.0
 
@@ -77,7 +77,9 @@ def test_recency_is_a_power_law_slowed_by_use() -> None:
     month = recency(NOW - timedelta(days=30), 0, NOW)
     used = recency(NOW - timedelta(days=30), 10, NOW)
     assert fresh == 1.0 and month < fresh and used > month
-    assert month == pytest.approx((1 + 30 / W.RECENCY_BASE_STABILITY_DAYS) ** -W.RECENCY_DECAY)
+    assert month == pytest.approx(
+        (1 + 30 / tuning.RECENCY_BASE_STABILITY_DAYS) ** -tuning.RECENCY_DECAY
+    )
 
 
 def test_length_score_prefers_a_paragraph() -> None:
@@ -88,7 +90,7 @@ def test_length_score_prefers_a_paragraph() -> None:
 def test_depth_type_and_class_boosts() -> None:
     deep = replace(BASE, depth_score=1.0, type="decision", mem_class="semantic")
     p = parts(deep)
-    assert p["depth"] == W.W_DEPTH and p["type_boost"] == 0.06 and p["mem_class_boost"] == 0.04
+    assert p["depth"] == tuning.W_DEPTH and p["type_boost"] == 0.06 and p["mem_class_boost"] == 0.04
     assert parts(replace(BASE, mem_class="procedural"))["mem_class_boost"] == 0.02
     assert parts(BASE)["type_boost"] == 0.0 and parts(BASE)["mem_class_boost"] == 0.0
 
@@ -97,8 +99,8 @@ def test_reinforcement_grows_with_use_and_spacing() -> None:
     assert reinforcement(0, NOW, None) == 0.0
     same_day = reinforcement(5, NOW, NOW)
     spaced = reinforcement(5, NOW - timedelta(days=60), NOW)
-    assert same_day == pytest.approx(W.REINFORCEMENT_WEIGHT * math.log1p(5))
-    assert spaced == pytest.approx(same_day * (1 + W.SPACING_MAX_EXTRA))
+    assert same_day == pytest.approx(tuning.REINFORCEMENT_WEIGHT * math.log1p(5))
+    assert spaced == pytest.approx(same_day * (1 + tuning.SPACING_MAX_EXTRA))
     assert spacing_bonus(NOW, None) == 1.0
 
 
@@ -139,7 +141,7 @@ def test_diversity_is_a_soft_penalty_beyond_two_per_task() -> None:
     assert [c.id for c in diversify(ranked, scores)] == ["t1a", "t1b", "t2a", "t1c", "none"]
     scores["t2a"] = 0.75  # now the penalised third of t1 (0.79) is still the better result
     assert [c.id for c in diversify(ranked, scores)] == ["t1a", "t1b", "t1c", "t2a", "none"]
-    scores["t1c"] = 0.70 + W.DIVERSITY_PENALTY  # a tie after the penalty keeps the order
+    scores["t1c"] = 0.70 + tuning.DIVERSITY_PENALTY  # a tie after the penalty keeps the order
     assert [c.id for c in diversify(ranked, scores)][3:] == ["t1c", "none"]
 
 

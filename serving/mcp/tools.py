@@ -18,12 +18,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from memory_pipeline import tuning
 from memory_pipeline.db.failures import classify
 from memory_pipeline.errors import UserError
 from memory_pipeline.forget.tier import visible_detail, visible_graph
 from memory_pipeline.settings import Settings
 from serving import browse
-from serving import rerank_weights as W
 from serving.brief import Briefing, read_briefing
 from serving.browse_models import (
     MemoryDetail,
@@ -233,8 +233,8 @@ def build_server(
     @server.tool(name="memory_search", title="Search memories", annotations=READ_ONLY)
     def memory_search(
         query: Query,
-        limit: Annotated[int, Field(ge=1, le=W.MAX_LIMIT, description="How many results.")] = (
-            W.DEFAULT_LIMIT
+        limit: Annotated[int, Field(ge=1, le=tuning.MAX_LIMIT, description="How many results.")] = (
+            tuning.DEFAULT_LIMIT
         ),
         types: Types = None,
         mem_classes: MemClasses = None,
@@ -295,7 +295,7 @@ def build_server(
             str,
             Field(
                 min_length=1,
-                max_length=W.MAX_QUERY_CHARS,
+                max_length=tuning.MAX_QUERY_CHARS,
                 description="The task you are about to do, in a sentence or a paragraph.",
             ),
         ],
@@ -304,7 +304,7 @@ def build_server(
             Field(
                 ge=MIN_TOKEN_BUDGET,
                 le=MAX_TOKEN_BUDGET,
-                description=f"Tokens the pack may use ({W.CHARS_PER_TOKEN} characters each).",
+                description=f"Tokens the pack may use ({tuning.CHARS_PER_TOKEN} characters each).",
             ),
         ] = DEFAULT_TOKEN_BUDGET,
         projects: Projects = None,

@@ -10,7 +10,6 @@ from psycopg import sql
 
 from memory_pipeline import tuning
 from serving import keyword_index
-from serving import rerank_weights as W
 from serving.models import SearchFilters
 from serving.search.channel import EMPTY, ChannelResult
 from serving.search.filters import (
@@ -104,7 +103,7 @@ def bm25_channel(
         " ) t GROUP BY k.n"
         ") SELECT k.n, e.s FROM kept k LEFT JOIN e USING (n)"
     ).format(where=where)
-    depth = W.BM25_RESCORE_PASSAGES
+    depth = tuning.BM25_RESCORE_PASSAGES
     while True:
         hits = view.top(depth, filters)
         packed = keyword_index.pack(hits)
@@ -125,7 +124,7 @@ def bm25_channel(
                 [(hits[n - 1][0] if s is None else s, *hits[n - 1][1:]) for n, s in rows]
             )
         )
-        enough = len(result.memories) >= W.CANDIDATES_PER_CHANNEL
+        enough = len(result.memories) >= tuning.CANDIDATES_PER_CHANNEL
         if enough or len(hits) < depth or depth >= view.documents:
             return result
         depth *= 2
@@ -151,8 +150,8 @@ def bm25_chosen_statement(
 
 def _postings_per_lexeme(filters: SearchFilters) -> int:
     if narrowing(filters):
-        return W.BM25_POSTINGS_PER_LEXEME * W.BM25_FILTERED_POSTINGS_FACTOR
-    return W.BM25_POSTINGS_PER_LEXEME
+        return tuning.BM25_POSTINGS_PER_LEXEME * tuning.BM25_FILTERED_POSTINGS_FACTOR
+    return tuning.BM25_POSTINGS_PER_LEXEME
 
 
 # The query's lexemes with the idf of _bm25_statistics (1 before any statistics exist).
@@ -202,8 +201,8 @@ def bm25_filtered_statement(query: str, filters: SearchFilters) -> tuple[sql.Com
         [
             query,
             *filter_params,
-            W.CANDIDATES_PER_CHANNEL,
-            W.PASSAGE_CANDIDATES_PER_CHANNEL,
+            tuning.CANDIDATES_PER_CHANNEL,
+            tuning.PASSAGE_CANDIDATES_PER_CHANNEL,
         ],
     )
 
@@ -261,8 +260,8 @@ def bm25_statement(query: str, filters: SearchFilters) -> tuple[sql.Composed, li
             per_lexeme,
             per_lexeme,
             *filter_params,
-            W.BM25_RESCORE_PASSAGES,
-            W.CANDIDATES_PER_CHANNEL,
-            W.PASSAGE_CANDIDATES_PER_CHANNEL,
+            tuning.BM25_RESCORE_PASSAGES,
+            tuning.CANDIDATES_PER_CHANNEL,
+            tuning.PASSAGE_CANDIDATES_PER_CHANNEL,
         ],
     )

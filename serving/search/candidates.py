@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from serving import rerank_weights as W
+from memory_pipeline import tuning
 from serving.models import SearchFilters
 from serving.rerank import Candidate
 from serving.search.filters import filter_sql
@@ -79,7 +79,7 @@ def temporal_neighbours(
     """The memories created nearest to the top result (within TEMPORAL_WINDOW_HOURS), nearest
     first, read with their candidate columns in the same statement (one round trip)."""
     where, params = filter_sql(filters)
-    window = timedelta(hours=W.TEMPORAL_WINDOW_HOURS)
+    window = timedelta(hours=tuning.TEMPORAL_WINDOW_HOURS)
     rows = conn.execute(
         sql.SQL(
             "SELECT " + CANDIDATE_COLUMNS + " FROM memories m"
@@ -93,7 +93,7 @@ def temporal_neighbours(
             list(exclude),
             *params,
             top.created_at,
-            W.TEMPORAL_NEIGHBOURS,
+            tuning.TEMPORAL_NEIGHBOURS,
         ],
     ).fetchall()
     return _rows(rows)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from serving import rerank_weights as W
+from memory_pipeline import tuning
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ChannelResult:
         passages = []
         for pid, mid in rows:
             passages.append((str(pid), str(mid)))
-            if str(mid) not in seen and len(memories) < W.CANDIDATES_PER_CHANNEL:
+            if str(mid) not in seen and len(memories) < tuning.CANDIDATES_PER_CHANNEL:
                 seen.add(str(mid))
                 memories.append(str(mid))
         return ChannelResult(memories, passages)

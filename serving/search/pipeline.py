@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from memory_pipeline import tuning
 from memory_pipeline.embedding.spaces import serving_space
-from serving import rerank_weights as W
 from serving.models import (
     SearchFilters,
     SearchHit,
@@ -64,7 +64,7 @@ def search(
     query: str,
     *,
     embedder: QueryEmbedder | None,
-    limit: int = W.DEFAULT_LIMIT,
+    limit: int = tuning.DEFAULT_LIMIT,
     filters: SearchFilters | None = None,
     context: str | None = None,
     project_context: str | None = None,
@@ -72,7 +72,7 @@ def search(
     temporal_context: bool = True,
     record_surface: str | None = None,
     now: datetime | None = None,
-    passages_per_hit: int = W.MATCHED_PASSAGES_PER_HIT,
+    passages_per_hit: int = tuning.MATCHED_PASSAGES_PER_HIT,
     near_passages: bool = False,
 ) -> SearchResponse:
     """The full pipeline. `channels` lets the evaluation measure each channel alone.
@@ -82,7 +82,7 @@ def search(
     ranked (not only each memory's nearest)."""
     filters = filters or SearchFilters()
     now = now or datetime.now(UTC)
-    limit = max(1, min(limit, W.MAX_LIMIT))
+    limit = max(1, min(limit, tuning.MAX_LIMIT))
     with conn.transaction():
         space = serving_space(conn) if "vector" in channels and embedder else None
         n = filtered_memories(conn, filters)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from serving import rerank_weights as W
+from memory_pipeline import tuning
 from serving.models import (
     PassageMatch,
     PassageTurn,
@@ -55,7 +55,7 @@ def matched_passages(
     vec: ChannelResult,
     memory_ids: set[str],
     *,
-    per_hit: int = W.MATCHED_PASSAGES_PER_HIT,
+    per_hit: int = tuning.MATCHED_PASSAGES_PER_HIT,
     nearest_only: bool = True,
 ) -> dict[str, list[PassageMatch]]:
     """memory id -> the passages that matched it, best first (RRF of their passage ranks), at

@@ -9,7 +9,6 @@ import psycopg
 from psycopg import sql
 
 from memory_pipeline import tuning
-from serving import rerank_weights as W
 from serving.models import SearchFilters
 from serving.search.channel import ChannelResult
 from serving.search.filters import conditions, exact_path, filtered_memories, joined, narrowing
@@ -74,7 +73,7 @@ def vector_statement(
         "SELECT set_config('hnsw.ef_search', %s, true),"
         " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
         " set_config('max_parallel_workers_per_gather', '0', true)",
-        [str(int(W.HNSW_EF_SEARCH))],
+        [str(int(tuning.HNSW_EF_SEARCH))],
     )
     if exact and any(c.on_vectors for c in conds):
         # The vectors the filter's own columns select, sorted by cosine (OFFSET 0 keeps the
@@ -118,7 +117,7 @@ def vector_statement(
             on_m=on_m,
             cast=sql.SQL("vector({})").format(sql.Literal(dims)),
         ),
-        [vector, *e_params, *m_params, W.PASSAGE_CANDIDATES_PER_CHANNEL],
+        [vector, *e_params, *m_params, tuning.PASSAGE_CANDIDATES_PER_CHANNEL],
     )
 
 
