@@ -1,9 +1,10 @@
 """Read-only browsing: one memory in full, filtered listings, relationship graphs, timelines.
 
 Plain functions over a psycopg connection (the read-only role's, in serving), each returning a
-pydantic model from `serving/browse_models.py`. Every result is bounded: page sizes, node and edge
-counts, preview lengths, turn text. Expected failures raise `MemoryNotFound`, `InvalidCursor` or
-`BrowseError` (a `ValueError`) with a message safe to show an agent.
+pydantic model from `memory_pipeline/models/browse.py`. Every result is bounded: page sizes, node
+and edge counts, preview lengths, turn text. Expected failures raise `MemoryNotFound`,
+`InvalidCursor` or `BrowseError` (a `ValueError`, from `memory_pipeline/errors.py`) with a message
+safe to show an agent.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from uuid import UUID
 import psycopg
 from psycopg import sql
 
-from serving.browse_models import (
+from memory_pipeline.errors import BrowseError, MemoryNotFound
+from memory_pipeline.models.browse import (
     DreamProvenance,
     GraphEdge,
     GraphNode,
@@ -57,15 +59,6 @@ READ_TOTAL_TURN_CHARS = 24_000  # all prompts and outcomes of one read together
 MAX_CURSOR_CHARS = 200
 
 _ELLIPSIS = " [...]"
-
-
-class BrowseError(ValueError):
-    """An expected failure whose message can be shown to the caller as is."""
-
-
-class MemoryNotFound(BrowseError):
-    def __init__(self, memory_id: object) -> None:
-        super().__init__(f"memory {memory_id} not found")
 
 
 class InvalidCursor(BrowseError):

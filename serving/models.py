@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from memory_pipeline import tuning
+from memory_pipeline.models.provenance import Provenance
 
 MemoryStatus = Literal["active", "explored", "archived", "superseded", "user_rejected"]
 DEFAULT_STATUSES: tuple[MemoryStatus, ...] = ("active", "explored")
@@ -34,24 +35,6 @@ class SearchFilters(BaseModel):
     # Private-tier memories (sql/019) are left out unless the caller opts in: --include-private
     # on the CLI, an MCP server started with --include-private.
     include_private: bool = False
-
-
-class TurnRef(BaseModel):
-    ordinal: int
-    native_turn_id: str | None
-    native_message_ids: list[str]
-    role: str  # segment | supports | corrected | correcting
-
-
-class Provenance(BaseModel):
-    """The exact chain from a memory to the native agent task it came from."""
-
-    task_id: UUID
-    source: str
-    native_task_id: str
-    task_title: str | None
-    segment_id: UUID
-    turns: list[TurnRef]
 
 
 class PassageTurn(BaseModel):

@@ -17,14 +17,15 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from memory_pipeline import tuning
-from serving.browse_models import (
+from memory_pipeline.models.browse import (
     MemoryDetail,
     MemoryGraph,
     MemoryPage,
     MemorySummary,
     Timeline,
 )
-from serving.models import ContextItem, ContextPack, PassageTurn, Provenance, SearchHit
+from memory_pipeline.models.provenance import Provenance
+from serving.models import ContextItem, ContextPack, PassageTurn, SearchHit
 
 # Control characters (except tab and newline) and invisible format characters (zero-width
 # spaces and joiners, bidi overrides): they can hide or reorder text in an agent's context.

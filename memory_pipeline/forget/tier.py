@@ -13,8 +13,8 @@ from uuid import UUID
 
 import psycopg
 
-from serving.browse import MemoryNotFound
-from serving.browse_models import MemoryDetail, MemoryGraph
+from memory_pipeline.errors import MemoryNotFound
+from memory_pipeline.models.browse import MemoryDetail, MemoryGraph
 
 
 def private_ids(conn: psycopg.Connection, ids: Iterable[UUID | str]) -> set[str]:

@@ -16,6 +16,7 @@ from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
+from memory_pipeline.models.provenance import Provenance, TurnRef
 from memory_pipeline_tests.support.memories import NOW, add_memory
 from memory_pipeline_tests.support.segments import add_segment
 from serving.context_pack import (
@@ -27,7 +28,7 @@ from serving.context_pack import (
     passage_vectors,
     tokens_of,
 )
-from serving.models import PassageMatch, PassageTurn, Provenance, SearchHit, TurnRef
+from serving.models import PassageMatch, PassageTurn, SearchHit
 from serving.render import pack_item_text, pack_text
 from serving.search import QueryEmbedder, passage_details
 

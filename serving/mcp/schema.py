@@ -10,10 +10,10 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from memory_pipeline import tuning
-from serving import browse
-from serving.browse_models import (
+from memory_pipeline.models.browse import (
     MemoryType,
 )
+from serving import browse
 from serving.models import MemoryStatus, SearchHit
 
 SERVER_NAME = "memory-pipeline"

@@ -20,18 +20,18 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline import tuning
 from memory_pipeline.db.failures import classify
-from memory_pipeline.errors import UserError
+from memory_pipeline.errors import BrowseError, UserError
 from memory_pipeline.forget.tier import visible_detail, visible_graph
-from memory_pipeline.settings import Settings
-from serving import browse
-from serving.brief import Briefing, read_briefing
-from serving.browse_models import (
+from memory_pipeline.models.browse import (
     MemoryDetail,
     MemoryGraph,
     MemoryPage,
     RelationType,
     Timeline,
 )
+from memory_pipeline.settings import Settings
+from serving import browse
+from serving.brief import Briefing, read_briefing
 from serving.context_pack import context as build_context_pack
 from serving.db import ReaderError
 from serving.mcp.auth import StaticTokenVerifier
@@ -102,7 +102,7 @@ def _expected_failures() -> Iterator[None]:
     """Expected failures become ToolErrors with safe text; anything else stays a crash."""
     try:
         yield
-    except browse.BrowseError as exc:
+    except BrowseError as exc:
         raise ToolError(str(exc)) from None
     except psycopg.errors.QueryCanceled:
         raise ToolError(

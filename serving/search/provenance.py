@@ -8,12 +8,8 @@ from collections.abc import Sequence
 import psycopg
 
 from memory_pipeline import tuning
-from serving.models import (
-    PassageMatch,
-    PassageTurn,
-    Provenance,
-    TurnRef,
-)
+from memory_pipeline.models.provenance import Provenance, TurnRef
+from serving.models import PassageMatch, PassageTurn
 from serving.rerank import rrf_scores
 from serving.search.channel import ChannelResult
 

@@ -1,5 +1,6 @@
 """What the browsing queries (`serving/browse.py`) return: summaries, one memory in full with its
-relationships and source turns, a relationship neighbourhood, a timeline."""
+relationships and source turns, a relationship neighbourhood, a timeline. The private tier
+(`memory_pipeline/forget/tier.py`) filters the same models."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from serving.models import Provenance
+from memory_pipeline.models.provenance import Provenance
 
 # The CHECK constraints of migrations 002 and 003.
 MemoryType = Literal[
