@@ -605,7 +605,7 @@ FORGET_QUERY_MATCHES = 20
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
 
-# === retrieval (issue 31 serving: moved here from serving/rerank_weights.py) ==================
+# --- retrieval: channels, fusion, rerank, context packs (serving/search, serving/context_pack) ---
 # Channel sizes, fusion, the utility rerank, result shaping, context packs and limits. Both the
 # production search (serving/search/) and the retrieval evaluation (serving/evaluation.py) read
 # these values, and so do the pipeline's BM25 statistics and keyword index (memory_pipeline/
