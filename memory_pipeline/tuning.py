@@ -820,3 +820,9 @@ CHARS_PER_TOKEN = 4
 # Memory types that must never steer an agent automatically: correction episodes are evidence of
 # what the user wanted, searchable on request but never packed into context or briefings.
 STEERING_EXCLUDED_TYPES = ("correction_episode",)
+
+# --- MCP input (issue 31 serving, must-have 7: serving/mcp/http_guard.py) ----------------------
+# A request body nested deeper than this (arrays and objects) is answered with a JSON-RPC parse
+# error (400) before anything parses it: Python's json module raises RecursionError near 1,000
+# levels (a 500) and the SDK's parser stops at about 200. A JSON-RPC call needs 5 or 6.
+MCP_JSON_MAX_DEPTH = 64

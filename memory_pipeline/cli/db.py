@@ -128,12 +128,15 @@ def db_reader_password() -> None:
         return
     urls = resolve_urls(settings, start=False)
     url, path = set_reader_password(urls, settings.memory_home)
-    say(f"memory_reader has a new password; its URL is stored in {path} (mode 600)")
+    say(
+        f"memory_reader has a new password; its URL for this database is stored in {path} "
+        "(mode 600, one line per database)"
+    )
     say(f"search, context and mcp use it: {safe_url(url)}")
     if settings.reader_url:
         say(
             "note: MEMORY_READER_URL is set and wins over the stored URL; unset it, or set it "
-            f"to the URL in {reader_url_path(settings.memory_home)}"
+            f"to this database's line in {reader_url_path(settings.memory_home)}"
         )
 
 

@@ -8,7 +8,6 @@ too so `--help` lists them and they work however the CLI is invoked.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -91,13 +90,22 @@ def _run(agent: str, scope: str, dry_run: bool, install: bool) -> None:
             f"{path}: nothing to {verb} (" + ("already installed)" if install else "not installed)")
         )
         return
+    if change.remove:
+        how = "; install had created it, so it is removed"
+    elif change.original_from:
+        how = f"; back to the bytes install found (from {change.original_from.name})"
+    else:
+        how = ""
     if dry_run:
-        say(f"{path}: would become (dry run, nothing written):")
-        typer.echo(json.dumps(change.after, indent=2))
+        if change.content is None:
+            say(f"{path}: would be removed (dry run, nothing written){how}")
+            return
+        say(f"{path}: would become (dry run, nothing written){how}:")
+        typer.echo(change.content.decode("utf-8"), nl=False)
         return
     done = inst.apply(change)
     backup = f"; the old file is {done.backup}" if done.backup else ""
-    say(f"{path}: hooks {verb}ed{backup}")
+    say(f"{path}: hooks {verb}ed{how}{backup}")
     if install and agent == "codex":
         say("open /hooks in Codex and trust the two new hooks: Codex skips them until you do")
 

@@ -15,26 +15,43 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from memory_pipeline.db.connection import (
+    CONNECT_TIMEOUT_S,
     READER_ROLE,
     DatabaseUrls,
     build_url,
-    connect_or_explain,
+    is_missing_database,
+    raise_unreachable,
     sql_ident,
 )
+from memory_pipeline.db.migrate import applied_checksums
 from memory_pipeline.db.reader import write_reader_url
 from memory_pipeline.errors import UserError
 
 PASSWORD_BYTES = 32  # 43 URL-safe characters
+READER_MIGRATION = "011"  # sql/011_reader_role.sql creates memory_reader and its grants
+RUN_FIRST = (
+    "run `memory-pipeline run` (or `memory-pipeline db migrate`) first, then "
+    "`memory-pipeline db reader-password`"
+)
 
 
 def set_reader_password(urls: DatabaseUrls, memory_home: Path) -> tuple[str, Path]:
     """Set a new generated password for memory_reader; store and return its URL (and file)."""
     password = secrets.token_urlsafe(PASSWORD_BYTES)
-    with connect_or_explain(urls.app, urls.embedded) as conn:
-        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER_ROLE]).fetchone():
+    dbname = conninfo_to_dict(urls.app).get("dbname")
+    try:
+        conn = psycopg.connect(urls.app, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
+    except psycopg.OperationalError as exc:
+        if is_missing_database(exc):
+            raise UserError(f"database {dbname} does not exist yet; {RUN_FIRST}") from None
+        raise_unreachable(exc, urls.embedded)  # its one-line reason
+        raise
+    with conn:
+        found = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER_ROLE]).fetchone()
+        if not found or READER_MIGRATION not in applied_checksums(conn):
             raise UserError(
-                "role memory_reader does not exist yet; run `memory-pipeline db migrate` first "
-                "(migration 011 creates it)"
+                f"database {dbname} is not set up yet (memory_reader and its grants come with "
+                f"its migrations); {RUN_FIRST}"
             )
         verifier = conn.pgconn.encrypt_password(password.encode(), READER_ROLE.encode())
         try:

@@ -5,12 +5,13 @@ exactly what install added."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from memory_pipeline.cli import app
+from memory_pipeline.cli import app, main
 
 EXISTING = {
     "model": "opus",
@@ -91,7 +92,7 @@ def test_dry_run_writes_nothing(homes: Path) -> None:
     cli("hooks", "uninstall", "claude-code", "--scope", "project", "--dry-run")
     assert path.read_text() == before
     cli("hooks", "uninstall", "claude-code", "--scope", "project")
-    assert json.loads(path.read_text()) == {}  # the file was created by install
+    assert not path.exists()  # the file was created by install
 
 
 def test_uninstall_keeps_a_user_handler_added_to_our_group(homes: Path) -> None:
@@ -115,7 +116,7 @@ def test_codex_hooks_json(homes: Path) -> None:
     assert len(ours(data)) == 2
     assert "/hooks" in result.output  # Codex runs a new hook only once trusted there
     cli("hooks", "uninstall", "codex")
-    assert json.loads(path.read_text()) == {}
+    assert not path.exists()  # install created it
 
 
 def test_a_broken_settings_file_is_refused_untouched(homes: Path) -> None:
@@ -126,3 +127,113 @@ def test_a_broken_settings_file_is_refused_untouched(homes: Path) -> None:
     assert result.exit_code != 0
     assert path.read_text() == "{ not json"
     assert list(path.parent.glob("*.bak-*")) == []
+
+
+# --- issue 31: wrong types, and uninstall giving back the very bytes install found -----------
+def run_main(args: list[str], monkeypatch: pytest.MonkeyPatch, capsys) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    """The installed `memory-pipeline` entry point, as a user runs it: exit code and stderr."""
+    monkeypatch.setattr(sys, "argv", ["memory-pipeline", *args])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    return int(exit_.value.code or 0), capsys.readouterr().err
+
+
+WRONG_TYPES = [
+    ({"hooks": {"UserPromptSubmit": "oops"}}, "hooks.UserPromptSubmit", "a string"),
+    ({"hooks": {"SessionStart": {"hooks": []}}}, "hooks.SessionStart", "an object"),
+    ({"hooks": {"UserPromptSubmit": ["oops"]}}, "hooks.UserPromptSubmit[0]", "a string"),
+    ({"hooks": {"UserPromptSubmit": [[{"hooks": []}]]}}, "hooks.UserPromptSubmit[0]", "a list"),
+    ({"hooks": {"SessionStart": [{"hooks": "x.sh"}]}}, "hooks.SessionStart[0].hooks", "a string"),
+    (
+        {"hooks": {"SessionStart": [{"hooks": {"a": 1}}]}},
+        "hooks.SessionStart[0].hooks",
+        "an object",
+    ),
+    (
+        {"hooks": {"UserPromptSubmit": [{"hooks": [7]}]}},
+        "hooks.UserPromptSubmit[0].hooks[0]",
+        "a number",
+    ),
+    (
+        {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": ["a"]}]}]}},
+        "hooks.UserPromptSubmit[0].hooks[0].command",
+        "a list",
+    ),
+    ({"hooks": ["SessionStart"]}, "hooks", "a list"),
+]
+
+
+@pytest.mark.parametrize(("settings", "where", "found"), WRONG_TYPES)
+@pytest.mark.parametrize("verb", ["install", "uninstall"])
+def test_a_hook_entry_of_the_wrong_type_is_one_line_saying_what_and_where(
+    homes: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys,
+    settings: dict,
+    where: str,
+    found: str,
+    verb: str,
+) -> None:  # type: ignore[no-untyped-def]
+    path = homes / "claude" / "settings.json"
+    path.parent.mkdir()
+    text = json.dumps(settings, indent=2)
+    path.write_text(text)
+    code, err = run_main(["hooks", verb, "claude-code"], monkeypatch, capsys)
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert str(path) in lines[0] and f"{where} is {found}" in lines[0], lines[0]
+    assert "expected" in lines[0] and "fix it" in lines[0], lines[0]
+    assert path.read_text() == text
+    assert list(path.parent.glob("*.bak-*")) == []
+
+
+ODD_FILES = {
+    "indent 1, no final newline": json.dumps(EXISTING, indent=1).encode(),
+    "compact, final newline": json.dumps(EXISTING, separators=(",", ":")).encode() + b"\n",
+    "tabs, CRLF, keys out of order": json.dumps(
+        {"hooks": EXISTING["hooks"], "z": [1, 2.50, 1e3], "model": "opus"}, indent="\t"
+    )
+    .replace("\n", "\r\n")
+    .encode(),
+    "unicode raw and escaped": (
+        '{"model": "opüs", "note": "caf\\u00e9 \\ud83d\\ude00", "n": 1.0}'.encode()
+    ),
+    "spaces everywhere": b'  {  "hooks" : { } ,\n\n  "model":"opus"   }  \n\n',
+    "empty file": b"",
+    "empty object": b"{}",
+    "duplicate keys": b'{"model": "a", "model": "b"}\n',
+}
+
+
+@pytest.mark.parametrize("original", list(ODD_FILES.values()), ids=list(ODD_FILES))
+def test_uninstall_gives_back_the_original_bytes(homes: Path, original: bytes) -> None:
+    path = homes / "claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(original)
+    cli("hooks", "install", "claude-code")
+    assert len(ours(json.loads(path.read_text()))) == 2
+    cli("hooks", "uninstall", "claude-code")
+    assert path.read_bytes() == original
+
+
+def test_uninstall_removes_a_file_install_created(homes: Path) -> None:
+    path = homes / "claude" / "settings.json"
+    cli("hooks", "install", "claude-code")
+    assert path.exists()
+    result = cli("hooks", "uninstall", "claude-code")
+    assert not path.exists() and "install had created it" in result.output
+
+
+def test_a_file_changed_after_install_keeps_the_change_on_uninstall(homes: Path) -> None:
+    path = homes / "claude" / "settings.json"
+    path.parent.mkdir()
+    original = json.dumps(EXISTING, indent=1).encode()
+    path.write_bytes(original)
+    cli("hooks", "install", "claude-code")
+    data = json.loads(path.read_text())
+    data["model"] = "sonnet"  # the user (or the agent) changed something in between
+    path.write_text(json.dumps(data, indent=2))
+    cli("hooks", "uninstall", "claude-code")
+    left = json.loads(path.read_text())
+    assert left == {**EXISTING, "model": "sonnet"} and ours(left) == []

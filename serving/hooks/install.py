@@ -16,7 +16,14 @@ Both agents read the same structure, event -> matcher groups -> handlers:
 
 Install keeps everything else in the file, backs the old file up beside it, adds nothing that is
 already there (idempotent), and writes atomically. Uninstall removes exactly the handlers whose
-command is ours (and a group or event list only if that leaves it empty).
+command is ours (and a group or event list only if that leaves it empty). When the file is still
+exactly what an install wrote (nothing else changed in between), uninstall gives back the bytes
+install found, from its backup (formatting, key order, final newline and all), or removes the
+file if install created it.
+
+A file whose events we touch have the wrong shape (an event that is not a list of matcher groups,
+a group that is not an object, its `hooks` not a list of handler objects, a `command` that is not a
+string) is refused in one line that says where, and left untouched.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import shlex
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +55,27 @@ class Change:
     before: dict[str, Any] | None  # None: the file did not exist
     after: dict[str, Any] | None  # None: nothing to change
     backup: Path | None = None
+    # Uninstall of a file nothing else changed since install: the bytes install found (from
+    # this backup), or `remove` when install created the file.
+    original: bytes | None = None
+    original_from: Path | None = None
+    remove: bool = False
 
     @property
     def changed(self) -> bool:
         return self.after is not None
+
+    @property
+    def content(self) -> bytes | None:
+        """The bytes the file will hold (None: it is removed, or nothing changes)."""
+        if self.after is None or self.remove:
+            return None
+        return self.original if self.original is not None else dump(self.after)
+
+
+def dump(data: dict[str, Any]) -> bytes:
+    """How install and uninstall write a hook file."""
+    return (json.dumps(data, indent=2) + "\n").encode("utf-8")
 
 
 def hook_file(agent: str, scope: str, settings: Settings, cwd: Path) -> Path:
@@ -94,20 +118,71 @@ def entries(agent: str, executable: str | None = None) -> dict[str, dict[str, An
     }
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
+def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError) as exc:
+        data = json.loads(raw.decode("utf-8") or "{}")
+    except ValueError as exc:
         raise UserError(
             f"cannot read {path} as JSON ({exc}); fix or move it, then try again"
         ) from None
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a JSON object; fix or move it, then try again")
-    if not isinstance(data.get("hooks", {}), dict):
-        raise UserError(f'{path}: "hooks" is not an object; fix it, then try again')
     return data
+
+
+def _read(path: Path, events: list[str]) -> tuple[dict[str, Any] | None, bytes | None]:
+    """The hook file parsed and as bytes (None, None when it does not exist), its `hooks` and
+    the `events` in it checked for the shape both agents read."""
+    if not path.exists():
+        return None, None
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read {path} ({exc}); fix or move it, then try again") from None
+    data = _parse(raw, path)
+    problem = shape_problem(data, events)
+    if problem:
+        where, found, expected = problem
+        raise UserError(f"{path}: {where} is {found}, expected {expected}; fix it, then try again")
+    return data, raw
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "null")
+
+
+def shape_problem(data: dict[str, Any], events: list[str]) -> tuple[str, str, str] | None:
+    """(where, what was found, what is expected) of the first entry of the wrong type on the
+    way to our handlers: `hooks`, each of `events` and its groups, handlers and commands."""
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        return "hooks", _kind(hooks), 'an object of events ({"SessionStart": [...]})'
+    for event in events:
+        groups = hooks.get(event)
+        if groups is None:
+            continue
+        where = f"hooks.{event}"
+        if not isinstance(groups, list):
+            return where, _kind(groups), 'a list of matcher groups ([{"hooks": [...]}])'
+        for i, group in enumerate(groups):
+            if not isinstance(group, dict):
+                return f"{where}[{i}]", _kind(group), 'a matcher group ({"hooks": [...]})'
+            handlers = group.get("hooks", [])
+            if not isinstance(handlers, list):
+                return f"{where}[{i}].hooks", _kind(handlers), "a list of handlers"
+            for j, handler in enumerate(handlers):
+                at = f"{where}[{i}].hooks[{j}]"
+                if not isinstance(handler, dict):
+                    expected = 'a handler ({"type": "command", "command": "..."})'
+                    return at, _kind(handler), expected
+                command = handler.get("command", "")
+                if not isinstance(command, str):
+                    return f"{at}.command", _kind(command), "a string"
+    return None
 
 
 def _commands(group: dict[str, Any]) -> list[str]:
@@ -162,9 +237,32 @@ def removed(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dic
 
 
 def plan(path: Path, install: bool, ours: dict[str, dict[str, Any]]) -> Change:
-    before = _read(path)
-    after = merged(before, ours) if install else removed(before, ours)
+    before, raw = _read(path, list(ours))
+    if install:
+        return Change(path, before, merged(before, ours))
+    after = removed(before, ours)
+    if after is None or raw is None:
+        return Change(path, before, after)
+    for backup in _backups(path):
+        try:
+            original = backup.read_bytes()
+            installed = merged(_parse(original, backup), ours)
+        except (OSError, UserError):
+            continue
+        if installed is not None and dump(installed) == raw:
+            return Change(path, before, after, original=original, original_from=backup)
+    if raw == dump(merged(None, ours) or {}):
+        return Change(path, before, after, remove=True)  # install created the file
     return Change(path, before, after)
+
+
+def _backups(path: Path) -> list[Path]:
+    """The backups `apply` made of `path`, newest first."""
+    found = []
+    for backup in path.parent.glob(f"{path.name}.bak-*"):
+        stamp, _, n = backup.name.removeprefix(f"{path.name}.bak-").partition("-")
+        found.append((stamp, int(n) if n.isdigit() else 0, backup))
+    return [b for _, _, b in sorted(found, reverse=True)]
 
 
 def apply(change: Change) -> Change:
@@ -183,9 +281,13 @@ def apply(change: Change) -> Change:
             backup = path.with_name(f"{path.name}.bak-{stamp}-{n}")
             n += 1
         shutil.copy2(path, backup)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(change.after, indent=2) + "\n", encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
-    return Change(path, change.before, change.after, backup)
+    content = change.content
+    if content is None:  # uninstall of a file install created
+        path.unlink()
+    else:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_bytes(content)
+        if path.exists():
+            shutil.copymode(path, tmp)
+        os.replace(tmp, path)
+    return replace(change, backup=backup)

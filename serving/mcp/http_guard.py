@@ -11,6 +11,10 @@ which then takes it for a notification and answers 202 with nothing. JSON-RPC 2.
 number as an id and says a response must follow, so: an integral number (`7.0`) is passed on as
 the integer it is, and an id that is an object, array, boolean, null or a fractional number gets
 a JSON-RPC error (Invalid Request, 400) instead of silence.
+
+Nesting. A body nested deeper than `tuning.MCP_JSON_MAX_DEPTH` (arrays and objects) is answered
+with a JSON-RPC parse error (400) before anything parses it: the scan counts brackets outside
+strings without recursion, where Python's json module would raise RecursionError (a 500).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Any
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_pipeline import tuning
+
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST = rf"(?P<host>\[[0-9A-Fa-f:.]+\]|{_LABEL}(?:\.{_LABEL})*\.?)"
 _PORT = r"(?::(?P<port>[0-9]{1,5}))?"
@@ -31,6 +37,25 @@ _HOST_HEADER = re.compile(rf"{_HOST}{_PORT}")
 _ORIGIN_HEADER = re.compile(rf"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://{_HOST}{_PORT}")
 ANY_PORT = "*"
 INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
+# A JSON string (escapes included; an unterminated one is left to the parser) or a bracket.
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_OPENERS = frozenset(b"[{")
+
+
+def nested_deeper_than(body: bytes, limit: int) -> bool:
+    """Whether the arrays and objects of a JSON text nest more than `limit` levels, found by
+    counting brackets outside strings (no recursion, linear in the body)."""
+    depth = 0
+    for match in _JSON_TOKEN.finditer(body):
+        first = match.group()[0]
+        if first in _OPENERS:
+            depth += 1
+            if depth > limit:
+                return True
+        elif first != 0x22:  # a closing bracket
+            depth = max(depth - 1, 0)
+    return False
 
 
 def parse_host(value: str) -> tuple[str, int | None] | None:
@@ -149,9 +174,12 @@ class JsonRpcIdGuard:
 
 def _judge(body: bytes) -> dict[str, Any] | bytes | None:
     """None: pass on as is; bytes: pass on this body instead; dict: answer this error."""
+    limit = tuning.MCP_JSON_MAX_DEPTH
+    if nested_deeper_than(body, limit):
+        return _error(None, f"the JSON is nested deeper than {limit} levels", PARSE_ERROR)
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None  # the SDK answers the parse error
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return None
@@ -168,11 +196,12 @@ def _judge(body: bytes) -> dict[str, Any] | bytes | None:
     return _error(None, "the id must be a string or a number")
 
 
-def _error(request_id: object, why: str) -> dict[str, Any]:
+def _error(request_id: object, why: str, code: int = INVALID_REQUEST) -> dict[str, Any]:
+    kind = "Parse error" if code == PARSE_ERROR else "Invalid Request"
     return {
         "jsonrpc": "2.0",
         "id": request_id,
-        "error": {"code": INVALID_REQUEST, "message": f"Invalid Request: {why}"},
+        "error": {"code": code, "message": f"{kind}: {why}"},
     }
 
 

@@ -4,16 +4,16 @@ types. One place, so every tool validates the same way."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from memory_pipeline import tuning
-from memory_pipeline.models.browse import (
-    MemoryType,
-)
+from memory_pipeline.capture.models import Source
+from memory_pipeline.models.browse import MemoryType
 from serving import browse
+from serving.mcp.arguments import REPLACED
 from serving.models import MemoryStatus, SearchHit
 
 SERVER_NAME = "memory-pipeline"
@@ -64,6 +64,8 @@ READ_ONLY = ToolAnnotations(
 )
 
 # --- input types -----------------------------------------------------------------------------
+# Query text: a NUL byte or a lone surrogate in it becomes U+FFFD (serving/mcp/arguments.py);
+# in every other text argument the call is refused.
 Query = Annotated[
     str,
     Field(
@@ -71,6 +73,16 @@ Query = Annotated[
         max_length=tuning.MAX_QUERY_CHARS,
         description="What to look for, in natural language or keywords.",
     ),
+    REPLACED,
+]
+Task = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=tuning.MAX_QUERY_CHARS,
+        description="The task you are about to do, in a sentence or a paragraph.",
+    ),
+    REPLACED,
 ]
 MemoryId = Annotated[
     str,
@@ -98,9 +110,17 @@ Statuses = Annotated[
     Field(max_length=5, description="Statuses to include; default active and explored."),
 ]
 Projects = Annotated[Values, Field(description="Only these projects (any of).")]
+# What memories.source_type holds: the source of the task a memory was distilled from
+# (capture's Source) or the dream cycle's syntheses.
+MemorySource = Literal[Source, "dream_cycle"]
+SOURCES: tuple[str, ...] = get_args(MemorySource)
 Sources = Annotated[
-    Values,
-    Field(description="Only these source types (any of), e.g. codex_task, claude_code_session."),
+    list[MemorySource] | None,
+    Field(
+        max_length=len(SOURCES),
+        description="Only memories from these sources (any of): codex (Codex CLI), claude_code "
+        "(Claude Code), chat_import (imported chats), dream_cycle (the dream cycle's syntheses).",
+    ),
 ]
 Tags = Annotated[Values, Field(description="Only memories with any of these tags.")]
 Since = Annotated[

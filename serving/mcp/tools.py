@@ -15,6 +15,7 @@ import psycopg
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
@@ -34,6 +35,7 @@ from serving import browse
 from serving.brief import Briefing, read_briefing
 from serving.context_pack import context as build_context_pack
 from serving.db import ReaderError
+from serving.mcp.arguments import CheckedServer, collect
 from serving.mcp.auth import StaticTokenVerifier
 from serving.mcp.pool import ReaderBusy, ReaderPool
 from serving.mcp.schema import (
@@ -58,6 +60,7 @@ from serving.mcp.schema import (
     Sources,
     Statuses,
     Tags,
+    Task,
     Types,
     Until,
 )
@@ -215,13 +218,10 @@ def build_server(
             # A static bearer token, no authorization server: nothing to advertise.
             "auth": AuthSettings(issuer_url="http://127.0.0.1", resource_server_url=None),
         }
-    server = MCPServer(
-        SERVER_NAME,
-        title="memory-pipeline (read-only)",
-        instructions=INSTRUCTIONS,
-        lifespan=lifespan,
-        **auth,
-    )
+    tools: list[Tool] = []
+
+    def tool(name: str, title: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return collect(tools, name=name, title=title, annotations=READ_ONLY)
 
     def run_search(conn: psycopg.Connection, call: Callable[..., Any], **kw: Any) -> Any:
         try:
@@ -230,7 +230,7 @@ def build_server(
             logger.warning("query embedding failed; keyword search only", exc_info=True)
             return call(conn, embedder=None, **kw)
 
-    @server.tool(name="memory_search", title="Search memories", annotations=READ_ONLY)
+    @tool("memory_search", "Search memories")
     def memory_search(
         query: Query,
         limit: Annotated[int, Field(ge=1, le=tuning.MAX_LIMIT, description="How many results.")] = (
@@ -289,16 +289,9 @@ def build_server(
         )
         return _result(result, head + "\n\n" + hits_text(hits))
 
-    @server.tool(name="memory_context", title="Context pack for a task", annotations=READ_ONLY)
+    @tool("memory_context", "Context pack for a task")
     def memory_context(
-        task: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=tuning.MAX_QUERY_CHARS,
-                description="The task you are about to do, in a sentence or a paragraph.",
-            ),
-        ],
+        task: Task,
         token_budget: Annotated[
             int,
             Field(
@@ -336,7 +329,7 @@ def build_server(
         pack = clean_model(pack)
         return _result(pack, pack_text(pack))
 
-    @server.tool(name="memory_read", title="Read one memory", annotations=READ_ONLY)
+    @tool("memory_read", "Read one memory")
     def memory_read(
         memory_id: MemoryId,
         include_expired: Annotated[
@@ -352,7 +345,7 @@ def build_server(
         detail = clean_model(detail)
         return _result(detail, detail_text(detail))
 
-    @server.tool(name="memory_list", title="List memories", annotations=READ_ONLY)
+    @tool("memory_list", "List memories")
     def memory_list(
         types: Types = None,
         mem_classes: MemClasses = None,
@@ -390,7 +383,7 @@ def build_server(
         page = clean_model(page)
         return _result(page, page_text(page))
 
-    @server.tool(name="memory_graph", title="Relationship graph", annotations=READ_ONLY)
+    @tool("memory_graph", "Relationship graph")
     def memory_graph(
         memory_id: MemoryId,
         depth: Annotated[
@@ -422,7 +415,7 @@ def build_server(
         graph = clean_model(graph)
         return _result(graph, graph_text(graph))
 
-    @server.tool(name="memory_timeline", title="Timeline", annotations=READ_ONLY)
+    @tool("memory_timeline", "Timeline")
     def memory_timeline(
         around: Annotated[
             datetime | None,
@@ -461,7 +454,7 @@ def build_server(
         tl = clean_model(tl)
         return _result(tl, timeline_text(tl))
 
-    @server.tool(name="memory_brief", title="Daily briefing", annotations=READ_ONLY)
+    @tool("memory_brief", "Daily briefing")
     def memory_brief(
         day: Annotated[
             date | None,
@@ -476,4 +469,11 @@ def build_server(
         briefing = clean_model(briefing)
         return _result(briefing, clean(text))
 
-    return server
+    return CheckedServer(
+        SERVER_NAME,
+        title="memory-pipeline (read-only)",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        tools=tools,
+        **auth,
+    )
