@@ -604,3 +604,19 @@ PACK_MAX_FLAGS = 2
 FORGET_QUERY_MATCHES = 20
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
+
+# --- redaction layers (issue 31, must-have 1: capture/redact.py) -------------------------------
+# A value on a command line whose flag or position says it is a password (`mysql -pPW`,
+# `sshpass -p PW`, `docker login -p PW`, `.pgpass`, a Kubernetes Secret's data) is redacted from
+# this length on: the context is sure, so shorter ones than REDACT_MIN_SECRET_CHARS count.
+REDACT_CLI_MIN_CHARS = 4
+# Layer (c), a random-looking token with no context: at least this many letters and digits, all
+# three of upper case, lower case and digits, a Shannon entropy of at least
+# REDACT_TOKEN_MIN_ENTROPY bits per character, and words no longer than
+# REDACT_TOKEN_MAX_WORD_MEAN characters on average (split at case and digit changes: a random
+# 32-character base62 token averages 1.9, `AbstractSingletonProxyFactoryBean` 6.6,
+# `getUserProfileByIdV2Cache` 3.1). 99% of random 24-character base62 tokens are caught, nearly
+# all from 32 characters on.
+REDACT_TOKEN_MIN_CHARS = 24
+REDACT_TOKEN_MIN_ENTROPY = 3.5
+REDACT_TOKEN_MAX_WORD_MEAN = 3.0

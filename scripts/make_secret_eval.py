@@ -100,8 +100,9 @@ BARE: dict[str, Callable[[], str]] = {
     "vault_service_token": lambda: "hvs." + r(B64URL, 95),
     "vault_batch_token": lambda: "hvb." + r(B64URL, 150),
     "onepassword_service_token": lambda: "ops_eyJ" + r(B64, 300),
-    "onepassword_secret_key": lambda: f"A3-{r(UP + DI, 6)}-{r(UP + DI, 11)}-{r(UP + DI, 5)}-"
-    f"{r(UP + DI, 5)}-{r(UP + DI, 5)}",
+    "onepassword_secret_key": lambda: (
+        f"A3-{r(UP + DI, 6)}-{r(UP + DI, 11)}-{r(UP + DI, 5)}-{r(UP + DI, 5)}-{r(UP + DI, 5)}"
+    ),
     "doppler_token": lambda: "dp.pt." + r(B62, 43),
     "databricks_token": lambda: "dapi" + r(HEX, 32),
     "shopify_access_token": lambda: "shpat_" + r(HEX, 32),
@@ -170,6 +171,7 @@ BARE: dict[str, Callable[[], str]] = {
     "cloudflare_origin_ca": lambda: f"v1.0-{r(HEX, 24)}-{r(HEX, 146)}",
 }
 
+
 def shell_env(name: str) -> Callable[[str], str]:
     return lambda v: f"export {name}={v}"
 
@@ -227,14 +229,18 @@ CONTEXT: dict[str, tuple[Callable[[], str], Callable[[str], str]]] = {
     "aws_session_token": (lambda: "IQoJb3JpZ2luX2Vj" + r(B64, 300), shell_env("AWS_SESSION_TOKEN")),
     "azure_storage_account_key": (
         lambda: b64(64),
-        lambda v: "DefaultEndpointsProtocol=https;AccountName=acmelogs;AccountKey="
-        + v
-        + ";EndpointSuffix=core.windows.net",
+        lambda v: (
+            "DefaultEndpointsProtocol=https;AccountName=acmelogs;AccountKey="
+            + v
+            + ";EndpointSuffix=core.windows.net"
+        ),
     ),
     "azure_sas_signature": (
         lambda: base64.b64encode(R.randbytes(32)).decode().replace("+", "%2B").replace("/", "%2F"),
-        lambda v: "https://acmelogs.blob.core.windows.net/exports/q3.csv?sv=2022-11-02&ss=b"
-        f"&srt=o&sp=r&se=2026-01-01T00:00:00Z&sig={v}",
+        lambda v: (
+            "https://acmelogs.blob.core.windows.net/exports/q3.csv?sv=2022-11-02&ss=b"
+            f"&srt=o&sp=r&se=2026-01-01T00:00:00Z&sig={v}"
+        ),
     ),
     "mailgun_key": (lambda: "key-" + r(HEX, 32), shell_env("MAILGUN_API_KEY")),
     "twilio_auth_token": (lambda: r(HEX, 32), shell_env("TWILIO_AUTH_TOKEN")),
@@ -320,8 +326,10 @@ CONTEXT: dict[str, tuple[Callable[[], str], Callable[[str], str]]] = {
     "netrc_default": (pw, lambda v: f"default login anonymous password {v}"),
     "maven_settings_password": (
         pw,
-        lambda v: "<server>\n  <id>nexus</id>\n  <username>deploy</username>\n"
-        f"  <password>{v}</password>\n</server>",
+        lambda v: (
+            "<server>\n  <id>nexus</id>\n  <username>deploy</username>\n"
+            f"  <password>{v}</password>\n</server>"
+        ),
     ),
     "nuget_cleartext_password": (
         pw,
@@ -402,24 +410,28 @@ CONTEXT: dict[str, tuple[Callable[[], str], Callable[[str], str]]] = {
     "pem_encrypted_private_key": (lambda: pem("ENCRYPTED PRIVATE KEY"), lambda v: v),
     "openssh_private_key": (lambda: pem("OPENSSH PRIVATE KEY"), lambda v: v),
     "pgp_private_key_block": (
-        lambda: "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
-        + "\n".join(r(B64, 64) for _ in range(6))
-        + "\n="
-        + r(B64, 4)
-        + "\n-----END PGP PRIVATE KEY BLOCK-----",
+        lambda: (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
+            + "\n".join(r(B64, 64) for _ in range(6))
+            + "\n="
+            + r(B64, 4)
+            + "\n-----END PGP PRIVATE KEY BLOCK-----"
+        ),
         lambda v: v,
     ),
     "putty_private_key": (
         lambda: "\n".join(r(B64, 64) for _ in range(4)),
-        lambda v: "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n"
-        "Comment: deploy@web\nPublic-Lines: 2\n"
-        + r(B64, 64)
-        + "\n"
-        + r(B64, 16)
-        + "\nPrivate-Lines: 4\n"
-        + v
-        + "\nPrivate-MAC: "
-        + r(HEX, 64),
+        lambda v: (
+            "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n"
+            "Comment: deploy@web\nPublic-Lines: 2\n"
+            + r(B64, 64)
+            + "\n"
+            + r(B64, 16)
+            + "\nPrivate-Lines: 4\n"
+            + v
+            + "\nPrivate-MAC: "
+            + r(HEX, 64)
+        ),
     ),
     "hcp_client_secret": (lambda: r(B64URL, 64), lambda v: f"HCP_CLIENT_SECRET={v}"),
     "discord_webhook": (
@@ -432,9 +444,11 @@ CONTEXT: dict[str, tuple[Callable[[], str], Callable[[str], str]]] = {
     ),
     "teams_webhook": (
         lambda: r(HEX, 32),
-        lambda v: f"https://acme.webhook.office.com/webhookb2/{uuid.UUID(int=R.getrandbits(128))}"
-        f"@{uuid.UUID(int=R.getrandbits(128))}/IncomingWebhook/{v}/"
-        f"{uuid.UUID(int=R.getrandbits(128))}",
+        lambda v: (
+            f"https://acme.webhook.office.com/webhookb2/{uuid.UUID(int=R.getrandbits(128))}"
+            f"@{uuid.UUID(int=R.getrandbits(128))}/IncomingWebhook/{v}/"
+            f"{uuid.UUID(int=R.getrandbits(128))}"
+        ),
     ),
     "url_query_token": (
         lambda: r(B62, 32),
@@ -462,7 +476,9 @@ def carriers(source: str) -> list[Callable[[str], str]]:
     if source == "claude_code":
         return [
             *common,
-            lambda v: f"I found the value in `deploy/values.yaml`:\n\n```yaml\nsecretValue: {v}\n```",
+            lambda v: (
+                f"I found the value in `deploy/values.yaml`:\n\n```yaml\nsecretValue: {v}\n```"
+            ),
             lambda v: f"<tool_result>\n{v}\n</tool_result>",
         ]
     return [
@@ -484,8 +500,13 @@ def make_secrets() -> list[dict]:
             value = make()
             carrier = R.choice(carriers(source))
             rows.append(
-                {"id": f"s{i:04d}", "source": source, "kind": kind, "text": carrier(value),
-                 "secret": value}
+                {
+                    "id": f"s{i:04d}",
+                    "source": source,
+                    "kind": kind,
+                    "text": carrier(value),
+                    "secret": value,
+                }
             )
             i += 1
     for kind, (make, snippet) in CONTEXT.items():
@@ -494,7 +515,9 @@ def make_secrets() -> list[dict]:
             value = make()
             text = snippet(value)
             if source == "claude_code" and R.random() < 0.5:
-                text = f"I'll add it to the config:\n\n```\n{text}\n```\n\nThen restart the service."
+                text = (
+                    f"I'll add it to the config:\n\n```\n{text}\n```\n\nThen restart the service."
+                )
             elif source == "codex" and R.random() < 0.5:
                 text = f"Command: cat {R.choice(['.env', 'config', 'notes.txt'])}\nOutput:\n{text}"
             rows.append(
@@ -509,13 +532,32 @@ def sha(n: int = 40) -> str:
     return r(HEX, n)
 
 
-WORDS = "alpha beta gamma delta ledger invoice tenant shard replica cursor window batch".split()
+WORDS = "alpha beta gamma delta ledger invoice tenant shard replica cursor window batch".split()  # noqa: SIM905
 
 
 def ident_camel() -> str:
     parts = R.sample(
-        ["get", "user", "profile", "by", "id", "token", "refresh", "handler", "async", "factory",
-         "session", "key", "secret", "provider", "manager", "config", "loader", "v2", "cache"],
+        [
+            "get",
+            "user",
+            "profile",
+            "by",
+            "id",
+            "token",
+            "refresh",
+            "handler",
+            "async",
+            "factory",
+            "session",
+            "key",
+            "secret",
+            "provider",
+            "manager",
+            "config",
+            "loader",
+            "v2",
+            "cache",
+        ],
         k=R.randint(3, 6),
     )
     return parts[0] + "".join(p.capitalize() for p in parts[1:])
@@ -523,8 +565,27 @@ def ident_camel() -> str:
 
 def ident_snake() -> str:
     return "_".join(
-        R.sample(["test", "redact", "token", "secret", "keeps", "prose", "about", "api", "key",
-                  "password", "reset", "flow", "handles", "empty", "value", "v2"], k=R.randint(3, 7))
+        R.sample(
+            [
+                "test",
+                "redact",
+                "token",
+                "secret",
+                "keeps",
+                "prose",
+                "about",
+                "api",
+                "key",
+                "password",
+                "reset",
+                "flow",
+                "handles",
+                "empty",
+                "value",
+                "v2",
+            ],
+            k=R.randint(3, 7),
+        )
     )
 
 
@@ -539,19 +600,24 @@ NEAR: dict[str, Callable[[], str]] = {
     "sha256_prefixed": lambda: f"image: ghcr.io/acme/api@sha256:{sha(64)}",
     "docker_image_id": lambda: f"Successfully built {sha(12)}\nSuccessfully tagged api:latest",
     "container_id": lambda: f"CONTAINER ID   IMAGE\n{sha(12)}   postgres:16",
-    "npm_integrity": lambda: '"integrity": "sha512-'
-    + base64.b64encode(R.randbytes(64)).decode()
-    + '"',
-    "go_sum": lambda: f"golang.org/x/net v0.{R.randint(1, 40)}.0 h1:"
-    + base64.b64encode(R.randbytes(32)).decode(),
-    "sri_hash": lambda: '<script src="app.js" integrity="sha384-'
-    + base64.b64encode(R.randbytes(48)).decode()
-    + '"></script>',
-    "nix_hash": lambda: "hash = \"sha256-" + base64.b64encode(R.randbytes(32)).decode() + '";',
+    "npm_integrity": lambda: (
+        '"integrity": "sha512-' + base64.b64encode(R.randbytes(64)).decode() + '"'
+    ),
+    "go_sum": lambda: (
+        f"golang.org/x/net v0.{R.randint(1, 40)}.0 h1:" + base64.b64encode(R.randbytes(32)).decode()
+    ),
+    "sri_hash": lambda: (
+        '<script src="app.js" integrity="sha384-'
+        + base64.b64encode(R.randbytes(48)).decode()
+        + '"></script>'
+    ),
+    "nix_hash": lambda: 'hash = "sha256-' + base64.b64encode(R.randbytes(32)).decode() + '";',
     "uuid_prose": lambda: f"the job {uuid.UUID(int=R.getrandbits(128))} failed twice",
     "uuid_json": lambda: json.dumps(
-        {"id": str(uuid.UUID(int=R.getrandbits(128))), "request_id": str(uuid.uuid5(
-            uuid.NAMESPACE_DNS, r(LO, 8)))}
+        {
+            "id": str(uuid.UUID(int=R.getrandbits(128))),
+            "request_id": str(uuid.uuid5(uuid.NAMESPACE_DNS, r(LO, 8))),
+        }
     ),
     "uuid_upper": lambda: f"ProjectGuid = {{{str(uuid.UUID(int=R.getrandbits(128))).upper()}}}",
     "ulid": lambda: f"event_id=01{r('0123456789ABCDEFGHJKMNPQRSTVWXYZ', 24)}",
@@ -561,138 +627,228 @@ NEAR: dict[str, Callable[[], str]] = {
     "python_version": lambda: f"Python 3.{R.randint(8, 13)}.{R.randint(0, 12)} on linux",
     "camel_identifier": ident_camel,
     "snake_identifier": ident_snake,
-    "dotted_module": lambda: f"from memory_pipeline.capture.{R.choice(WORDS)} import "
-    f"{ident_camel()}",
-    "java_class": lambda: "org.springframework.boot.autoconfigure.security.oauth2.resource."
-    + R.choice(["OAuth2ResourceServerAutoConfiguration", "JwtDecoderFactoryConfiguration"]),
-    "long_test_name": lambda: "FAILED memory_pipeline_tests/capture/test_redact.py::test_"
-    + ident_snake(),
+    "dotted_module": lambda: (
+        f"from memory_pipeline.capture.{R.choice(WORDS)} import {ident_camel()}"
+    ),
+    "java_class": lambda: (
+        "org.springframework.boot.autoconfigure.security.oauth2.resource."
+        + R.choice(["OAuth2ResourceServerAutoConfiguration", "JwtDecoderFactoryConfiguration"])
+    ),
+    "long_test_name": lambda: (
+        "FAILED memory_pipeline_tests/capture/test_redact.py::test_" + ident_snake()
+    ),
     "env_lookup_python": lambda: R.choice(
-        ['api_key = os.environ["OPENAI_API_KEY"]', "token = os.getenv('GITHUB_TOKEN')",
-         "password = getpass.getpass('DB password: ')", "secret = settings.SECRET_KEY",
-         'headers = {"Authorization": f"Bearer {token}"}', "client = OpenAI(api_key=api_key)"]
+        [
+            'api_key = os.environ["OPENAI_API_KEY"]',
+            "token = os.getenv('GITHUB_TOKEN')",
+            "password = getpass.getpass('DB password: ')",
+            "secret = settings.SECRET_KEY",
+            'headers = {"Authorization": f"Bearer {token}"}',
+            "client = OpenAI(api_key=api_key)",
+        ]
     ),
     "env_lookup_js": lambda: R.choice(
-        ["const token = process.env.NPM_TOKEN;", "apiKey: process.env.STRIPE_SECRET_KEY,",
-         "const { password } = req.body;", "headers: { Authorization: `Bearer ${accessToken}` }"]
+        [
+            "const token = process.env.NPM_TOKEN;",
+            "apiKey: process.env.STRIPE_SECRET_KEY,",
+            "const { password } = req.body;",
+            "headers: { Authorization: `Bearer ${accessToken}` }",
+        ]
     ),
     "ci_secret_reference": lambda: R.choice(
-        ["password: ${{ secrets.REGISTRY_PASSWORD }}", "NPM_TOKEN: ${{ secrets.NPM_TOKEN }}",
-         'token: "{{ vault_github_token }}"', "api_key: ${API_KEY}", "DB_PASSWORD=$DB_PASSWORD"]
+        [
+            "password: ${{ secrets.REGISTRY_PASSWORD }}",
+            "NPM_TOKEN: ${{ secrets.NPM_TOKEN }}",
+            'token: "{{ vault_github_token }}"',
+            "api_key: ${API_KEY}",
+            "DB_PASSWORD=$DB_PASSWORD",
+        ]
     ),
     "placeholder": lambda: R.choice(
-        ["OPENAI_API_KEY=sk-...", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
-         "password: <your-password>", "api_key: YOUR_API_KEY_HERE", 'token = "REPLACE_ME"',
-         "Authorization: Bearer <token>", "AWS_SECRET_ACCESS_KEY=****************"]
+        [
+            "OPENAI_API_KEY=sk-...",
+            "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "password: <your-password>",
+            "api_key: YOUR_API_KEY_HERE",
+            'token = "REPLACE_ME"',
+            "Authorization: Bearer <token>",
+            "AWS_SECRET_ACCESS_KEY=****************",
+        ]
     ),
     "prose_about_tokens": lambda: R.choice(
-        ["GitHub personal access tokens start with ghp_ and fine-grained ones with github_pat_.",
-         "Rotate the deploy token every 90 days and keep it in the vault.",
-         "The password must be at least 12 characters long.",
-         "the password is stored in 1Password, ask Mara for access",
-         "my password is too short according to the validator",
-         "the password is incorrect, the server says",
-         "We keep the token budget at 4000 per context pack.",
-         "Set the password to something strong before the demo.",
-         "The api key is missing from the request headers.",
-         "the wifi password is on the fridge",
-         "password reset emails go through SendGrid",
-         "a token is a sequence of characters the tokenizer produces"]
+        [
+            "GitHub personal access tokens start with ghp_ and fine-grained ones with github_pat_.",
+            "Rotate the deploy token every 90 days and keep it in the vault.",
+            "The password must be at least 12 characters long.",
+            "the password is stored in 1Password, ask Mara for access",
+            "my password is too short according to the validator",
+            "the password is incorrect, the server says",
+            "We keep the token budget at 4000 per context pack.",
+            "Set the password to something strong before the demo.",
+            "The api key is missing from the request headers.",
+            "the wifi password is on the fridge",
+            "password reset emails go through SendGrid",
+            "a token is a sequence of characters the tokenizer produces",
+        ]
     ),
     "code_password_handling": lambda: R.choice(
-        ["if not check_password(password, user.password_hash):",
-         "def rotate_token(self, token: str) -> str:",
-         "password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())",
-         "token = jwt.encode(payload, key, algorithm='HS256')",
-         "secret_key = Fernet.generate_key()", "parser.add_argument('--password', required=True)"]
+        [
+            "if not check_password(password, user.password_hash):",
+            "def rotate_token(self, token: str) -> str:",
+            "password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())",
+            "token = jwt.encode(payload, key, algorithm='HS256')",
+            "secret_key = Fernet.generate_key()",
+            "parser.add_argument('--password', required=True)",
+        ]
     ),
-    "base64_of_words": lambda: base64.b64encode(
-        " ".join(R.sample(WORDS, 5)).encode()
-    ).decode(),
-    "base64_echo": lambda: "echo "
-    + base64.b64encode(f"hello {R.choice(WORDS)} world".encode()).decode()
-    + " | base64 -d",
-    "data_uri": lambda: '<img src="data:image/png;base64,iVBORw0KGgo'
-    + base64.b64encode(R.randbytes(60)).decode()
-    + '">',
+    "base64_of_words": lambda: base64.b64encode(" ".join(R.sample(WORDS, 5)).encode()).decode(),
+    "base64_echo": lambda: (
+        "echo "
+        + base64.b64encode(f"hello {R.choice(WORDS)} world".encode()).decode()
+        + " | base64 -d"
+    ),
+    "data_uri": lambda: (
+        '<img src="data:image/png;base64,iVBORw0KGgo'
+        + base64.b64encode(R.randbytes(60)).decode()
+        + '">'
+    ),
     "file_path": lambda: R.choice(
-        ["/usr/lib/x86_64-linux-gnu/libssl.so.3",
-         "node_modules/.pnpm/@babel+core@7.23.2/node_modules/@babel/core/lib/index.js",
-         "~/.cache/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/"
-         + sha(), f"/tmp/pytest-of-root/pytest-{R.randint(1, 99)}/test_store0/home",
-         "C:\\Users\\mara\\AppData\\Local\\Programs\\Python\\Python312\\python.exe"]
+        [
+            "/usr/lib/x86_64-linux-gnu/libssl.so.3",
+            "node_modules/.pnpm/@babel+core@7.23.2/node_modules/@babel/core/lib/index.js",
+            "~/.cache/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/"
+            + sha(),
+            f"/tmp/pytest-of-root/pytest-{R.randint(1, 99)}/test_store0/home",
+            "C:\\Users\\mara\\AppData\\Local\\Programs\\Python\\Python312\\python.exe",
+        ]
     ),
     "url_plain": lambda: R.choice(
-        [f"https://github.com/acme/api/blob/{sha()}/src/server.py#L42",
-         "https://docs.python.org/3/library/secrets.html#secrets.token_urlsafe",
-         "https://example.com/search?q=token+rotation&page=2&sort=desc",
-         f"https://docs.google.com/spreadsheets/d/{r(B64URL, 44)}/edit#gid=0",
-         f"https://www.youtube.com/watch?v={r(B64URL, 11)}"]
+        [
+            f"https://github.com/acme/api/blob/{sha()}/src/server.py#L42",
+            "https://docs.python.org/3/library/secrets.html#secrets.token_urlsafe",
+            "https://example.com/search?q=token+rotation&page=2&sort=desc",
+            f"https://docs.google.com/spreadsheets/d/{r(B64URL, 44)}/edit#gid=0",
+            f"https://www.youtube.com/watch?v={r(B64URL, 11)}",
+        ]
     ),
     "url_user_no_password": lambda: R.choice(
-        ["git@github.com:acme/api.git", "ssh://git@gitlab.acme.dev:2222/infra/terraform.git",
-         "postgresql://billing@db.internal:5432/billing", "https://mara@bitbucket.org/acme/x.git"]
+        [
+            "git@github.com:acme/api.git",
+            "ssh://git@gitlab.acme.dev:2222/infra/terraform.git",
+            "postgresql://billing@db.internal:5432/billing",
+            "https://mara@bitbucket.org/acme/x.git",
+        ]
     ),
-    "ssh_public_key": lambda: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI"
-    + r(B64, 43)
-    + " mara@laptop",
+    "ssh_public_key": lambda: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + r(B64, 43) + " mara@laptop",
     "ssh_rsa_public_key": lambda: "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQ" + r(B64, 300) + " ci",
-    "certificate_block": lambda: "-----BEGIN CERTIFICATE-----\n"
-    + "\n".join(r(B64, 64) for _ in range(5))
-    + "\n-----END CERTIFICATE-----",
-    "public_key_block": lambda: "-----BEGIN PUBLIC KEY-----\n"
-    + "\n".join(r(B64, 64) for _ in range(3))
-    + "\n-----END PUBLIC KEY-----",
+    "certificate_block": lambda: (
+        "-----BEGIN CERTIFICATE-----\n"
+        + "\n".join(r(B64, 64) for _ in range(5))
+        + "\n-----END CERTIFICATE-----"
+    ),
+    "public_key_block": lambda: (
+        "-----BEGIN PUBLIC KEY-----\n"
+        + "\n".join(r(B64, 64) for _ in range(3))
+        + "\n-----END PUBLIC KEY-----"
+    ),
     "age_public_key": lambda: "age1" + r("qpzry9x8gf2tvdw0s3jn54khce6mua7l", 58),
     "aws_arn": lambda: f"arn:aws:iam::{r(DI, 12)}:role/service-role/{ident_camel()}",
     "aws_resource_id": lambda: f"i-{sha(17)} in vpc-{sha(8)} subnet-{sha(17)}",
-    "k8s_configmap": lambda: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n"
-    "  LOG_LEVEL: info\n  FEATURE_FLAGS: search,brief\n",
-    "mkdir_p": lambda: R.choice(
-        ["mkdir -p /srv/app/logs", "docker run -p 8080:80 nginx", "ssh -p 2222 deploy@web1",
-         "mysql -u root -p billing", "psql -h localhost -p 5432 -U app", "git log -p -3",
-         "cp -p a.txt b.txt", "docker login -u deploy --password-stdin registry.acme.dev"]
+    "k8s_configmap": lambda: (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n"
+        "  LOG_LEVEL: info\n  FEATURE_FLAGS: search,brief\n"
     ),
-    "timestamps_ips": lambda: f"2025-{R.randint(1, 12):02d}-{R.randint(1, 28):02d}T"
-    f"{R.randint(0, 23):02d}:{R.randint(0, 59):02d}:{R.randint(0, 59):02d}Z 10.0.{R.randint(0, 255)}."
-    f"{R.randint(1, 254)} GET /healthz 200",
-    "mac_ipv6": lambda: f"link/ether {':'.join(r(HEX, 2) for _ in range(6))} fe80::{r(HEX, 4)}:"
-    f"{r(HEX, 4)}",
+    "mkdir_p": lambda: R.choice(
+        [
+            "mkdir -p /srv/app/logs",
+            "docker run -p 8080:80 nginx",
+            "ssh -p 2222 deploy@web1",
+            "mysql -u root -p billing",
+            "psql -h localhost -p 5432 -U app",
+            "git log -p -3",
+            "cp -p a.txt b.txt",
+            "docker login -u deploy --password-stdin registry.acme.dev",
+        ]
+    ),
+    "timestamps_ips": lambda: (
+        f"2025-{R.randint(1, 12):02d}-{R.randint(1, 28):02d}T"
+        f"{R.randint(0, 23):02d}:{R.randint(0, 59):02d}:{R.randint(0, 59):02d}Z "
+        f"10.0.{R.randint(0, 255)}."
+        f"{R.randint(1, 254)} GET /healthz 200"
+    ),
+    "mac_ipv6": lambda: (
+        f"link/ether {':'.join(r(HEX, 2) for _ in range(6))} fe80::{r(HEX, 4)}:{r(HEX, 4)}"
+    ),
     "stripe_object_id": lambda: R.choice(["cus_", "pi_", "ch_", "in_", "sub_"]) + r(B62, 14),
     "slack_channel_id": lambda: f"posted in C{r(UP + DI, 10)} by U{r(UP + DI, 10)}",
     "webpack_chunk": lambda: f"dist/assets/index-{r(B64URL, 8)}.js  142.3 kB",
     "hex_color_css": lambda: f"color: #{r(HEX, 6)}; background: #{r(HEX, 3)};",
     "numbers": lambda: f"took {R.randint(100, 99999)} ms, {R.randint(1, 10**9)} rows",
-    "pgp_fingerprint": lambda: "Key fingerprint = " + " ".join(r(HEX, 4).upper() for _ in range(10)),
+    "pgp_fingerprint": lambda: (
+        "Key fingerprint = " + " ".join(r(HEX, 4).upper() for _ in range(10))
+    ),
     "gpg_key_id": lambda: f"gpg --recv-keys {r(HEX, 16).upper()}",
-    "ansible_vault": lambda: "$ANSIBLE_VAULT;1.1;AES256\n"
-    + "\n".join(r(DI + "abcdef", 80) for _ in range(3)),
+    "ansible_vault": lambda: (
+        "$ANSIBLE_VAULT;1.1;AES256\n" + "\n".join(r(DI + "abcdef", 80) for _ in range(3))
+    ),
     "netrc_like_prose": lambda: "on that machine the login screen asks for a password first",
-    "time_colons": lambda: f"{R.randint(0, 23):02d}:{R.randint(0, 59):02d}:{R.randint(0, 59):02d}"
-    f":{R.randint(0, 999):03d} worker started",
+    "time_colons": lambda: (
+        f"{R.randint(0, 23):02d}:{R.randint(0, 59):02d}:{R.randint(0, 59):02d}"
+        f":{R.randint(0, 999):03d} worker started"
+    ),
     "yaml_no_secret": lambda: "server:\n  port: 8080\n  host: 0.0.0.0\nlogging:\n  level: info\n",
     "json_token_counts": lambda: json.dumps(
-        {"input_tokens": R.randint(1, 9999), "output_tokens": R.randint(1, 999),
-         "cache_read_input_tokens": R.randint(0, 99999)}
+        {
+            "input_tokens": R.randint(1, 9999),
+            "output_tokens": R.randint(1, 999),
+            "cache_read_input_tokens": R.randint(0, 99999),
+        }
     ),
     "secret_name_reference": lambda: R.choice(
-        ["secretName: db-credentials", "secretKeyRef:\n  name: api\n  key: token",
-         "token_endpoint: https://auth.acme.dev/oauth/token", "password_file: /run/secrets/db",
-         "SECRET_NAME=prod/api/stripe", "TOKEN_TTL=3600", "key_id: primary"]
+        [
+            "secretName: db-credentials",
+            "secretKeyRef:\n  name: api\n  key: token",
+            "token_endpoint: https://auth.acme.dev/oauth/token",
+            "password_file: /run/secrets/db",
+            "SECRET_NAME=prod/api/stripe",
+            "TOKEN_TTL=3600",
+            "key_id: primary",
+        ]
     ),
-    "long_word_identifier": lambda: "".join(w.capitalize() for w in R.sample(
-        ["abstract", "singleton", "proxy", "factory", "bean", "token", "resolver", "strategy",
-         "provider", "delegate", "adapter"], 6)),
+    "long_word_identifier": lambda: "".join(
+        w.capitalize()
+        for w in R.sample(
+            [
+                "abstract",
+                "singleton",
+                "proxy",
+                "factory",
+                "bean",
+                "token",
+                "resolver",
+                "strategy",
+                "provider",
+                "delegate",
+                "adapter",
+            ],
+            6,
+        )
+    ),
     "markdown_table": lambda: "| kind | count |\n|---|---|\n| token | 12 |\n| password | 3 |",
     "email_address": lambda: f"mail {r(LO, 6)}.{r(LO, 7)}@{r(LO, 5)}.example.com about it",
-    "test_fixture_hash": lambda: f"assert digest == \"{sha(64)}\"",
+    "test_fixture_hash": lambda: f'assert digest == "{sha(64)}"',
     "pip_hash": lambda: f"requests==2.32.3 \\\n    --hash=sha256:{sha(64)}",
-    "lockfile_entry": lambda: f'resolved "https://registry.yarnpkg.com/lodash/-/lodash-4.17.21.tgz'
-    f'#{sha()}"',
+    "lockfile_entry": lambda: (
+        f'resolved "https://registry.yarnpkg.com/lodash/-/lodash-4.17.21.tgz#{sha()}"'
+    ),
     "chat_title": lambda: R.choice(
-        ["Token rotation plan for Q3", "Why does the password reset mail bounce?",
-         "Secret management: Vault vs SOPS", "Debugging 401 with the GitHub App token",
-         "API key scopes for the billing service"]
+        [
+            "Token rotation plan for Q3",
+            "Why does the password reset mail bounce?",
+            "Secret management: Vault vs SOPS",
+            "Debugging 401 with the GitHub App token",
+            "API key scopes for the billing service",
+        ]
     ),
 }
 

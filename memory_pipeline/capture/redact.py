@@ -44,67 +44,61 @@ password in code or YAML (`password: hunter`), and a random value after a name t
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import math
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from memory_pipeline import tuning
+from memory_pipeline.capture.secret_rules import CASE_INSENSITIVE, KEYWORD_RULES, PROVIDER_RULES
 from memory_pipeline.forget.privacy import PRIVATE_KIND, strip_private
 from memory_pipeline.tuning import (
+    REDACT_CLI_MIN_CHARS,
     REDACT_MIN_SECRET_CHARS,
     REDACT_RANDOM_MIN_CHARS,
     REDACT_RANDOM_MIN_RUN,
+    REDACT_TOKEN_MAX_WORD_MEAN,
+    REDACT_TOKEN_MIN_CHARS,
+    REDACT_TOKEN_MIN_ENTROPY,
 )
 
 _MARK = "[REDACTED:"
 
-# --- 1. known shapes: (kind, pattern, group to replace: 0 = whole match) -----------------------
+# --- layer (b): private key blocks, then credentials in headers and URLs -------------------------
+# (kind, pattern, group to replace: 0 = whole match)
+_KEY_BLOCK = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
 _SHAPES: list[tuple[str, re.Pattern[str], int]] = [
     (
         "private_key",
         re.compile(
-            # up to the next BEGIN at most, so a text full of markers stays linear
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:(?!-----BEGIN )[\s\S]){0,20000}?"
-            r"-----END [A-Z0-9 ]*PRIVATE KEY-----"
+            # PEM, OpenSSH, PGP: up to the next BEGIN at most, so a text full of markers stays
+            # linear
+            r"-----BEGIN " + _KEY_BLOCK + r"-----(?:(?!-----BEGIN )[\s\S]){0,40000}?"
+            r"-----END " + _KEY_BLOCK + "-----"
         ),
         0,
     ),
     (  # cut short: the marker and the base64 lines that follow it (a lone marker is no secret)
         "private_key",
         re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[ \t]*\r?\n"
-            r"(?:[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*(?:\r?\n|\Z))+"
+            r"-----BEGIN " + _KEY_BLOCK + r"-----[ \t]*\r?\n(?:[ \t]*[\w-]+: [^\n]*\r?\n)*"
+            r"(?:[ \t]*\r?\n)?(?:[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*(?:\r?\n|\Z))+"
         ),
         0,
     ),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0),
-    ("stripe_key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
-    ("stripe_webhook_secret", re.compile(r"\bwhsec_[A-Za-z0-9+/=]{24,}"), 0),
-    ("aws_access_key_id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
-    (
-        "github_token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    (  # PuTTY: the private lines and their MAC (the public half before them stays)
+        "private_key",
+        re.compile(
+            r"Private-Lines: *\d+[ \t]*\r?\n(?:[ \t]*[A-Za-z0-9+/=]+[ \t]*\r?\n?)+"
+            r"(?:Private-(?:MAC|Hash): *[0-9a-fA-F]+)?"
+        ),
         0,
     ),
-    ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,}"), 0),
-    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36,}"), 0),
-    ("pypi_token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"), 0),
-    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), 0),
-    ("sendgrid_key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), 0),
-    (
-        "slack_token",
-        re.compile(r"\b(?:xox[abeprs]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})"),
-        0,
-    ),
-    (
-        "slack_webhook",
-        re.compile(r"\bhooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_-]{20,})"),
-        1,
-    ),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
     ("bearer_token", re.compile(r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/-]{20,}=*)"), 1),
     (
         "basic_auth",
@@ -114,9 +108,26 @@ _SHAPES: list[tuple[str, re.Pattern[str], int]] = [
         ),
         1,
     ),
+    (  # any other scheme: `token x`, `SSWS x`, `Bot x`, `ApiKey x`, or a bare credential
+        "authorization_header",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization\b[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"(?:(?!bearer\b|basic\b)[A-Za-z][\w-]{1,20}[ \t]+)?"
+            r"((?=[A-Za-z0-9._~+/:=-]*\d)[A-Za-z0-9._~+/:=-]{12,})"
+        ),
+        1,
+    ),
     # scheme://user:password@host -> keep the user and host, drop the password
-    ("url_password", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@"), 1),
+    ("url_password", re.compile(r"://[^\s:/@]*:([^\s@/]+)@"), 1),
 ]
+# Each shape runs only when one of these words (lower case) is in the text.
+_SHAPE_KEYWORDS = {
+    "private_key": ("private key", "private-lines"),
+    "bearer_token": ("bearer",),
+    "basic_auth": ("authoriz",),
+    "authorization_header": ("authoriz",),
+    "url_password": ("://",),
+}
 
 # --- 2. assignments and command lines --------------------------------------------------------
 
@@ -137,24 +148,30 @@ _BARE_REST = re.compile(r"[^\s\"'`]*")
 _ASSIGNMENT = re.compile(
     r"(?P<q>\\?[\"']?)(?<![\w.\-])"  # a name starts after a quote or a non-name character
     # only names that could be secret ones (see _name_strength) reach the Python judge
-    r"(?P<name>(?=[A-Za-z0-9_.\-]*?(?i:pass|pwd|secret|token|key|sig))[A-Za-z_][A-Za-z0-9_.\-]*+)"
+    r"(?P<name>(?=[A-Za-z0-9_.\-]*?(?i:pass|pwd|secret|token|key|sig|auth|cred|session|cookie|sid))"
+    r"[A-Za-z_][A-Za-z0-9_.\-]*+)"
     r"(?P=q)"
     r"(?P<sp1>[ \t]*)(?P<op>:=|=>|=|:)(?P<sp2>[ \t]*)(?=" + _VALUE + ")"
 )
 _FLAG = re.compile(
-    r"(?i)(?<![\w-])--(?P<name>password|passwd|pass|passphrase|token|secret|api-?key|access-token"
-    r"|auth-token|client-secret|secret-key|access-key|private-key)(?:=|[ \t]+)(?=" + _VALUE + ")"
+    r"(?i)(?<![\w-])--(?P<name>(?:[a-z0-9]+-)*(?:password|passwd|pass|passphrase|token|secret"
+    r"|api-?key|apikey|access-key|secret-key|private-key|credentials?))(?:=|[ \t]+)(?="
+    + _VALUE
+    + ")"
 )
 _CURL_USER = re.compile(
     r"\bcurl\b[^\n]{0,500}?\s(?:-u[ \t]*|--user[ \t]+|--user=)['\"]?[^\s:'\"]+:"
     r"(?=(?P<bare>[^\s'\"@]{1," + str(_BARE_SCAN) + "}))"
 )
-_NETRC = re.compile(r"(?i)\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?=(?P<bare>\S+))")
+_NETRC = re.compile(
+    r"(?i)\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+"
+    r"(?=(?P<bare>\S+))"
+)
 # SQL: `CREATE ROLE app WITH PASSWORD 'x'`, `IDENTIFIED BY 'x'`.
 _SQL_PASSWORD = re.compile(r"(?i)\b(?:password|identified\s+by)\s+(?='(?P<v3>[^'\n]+)')")
 
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "pwd")
+_PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "pwd", "sshpass")
 _SECRET_ENDINGS = (
     "secret",
     "token",
@@ -171,8 +188,62 @@ _SECRET_ENDINGS = (
     "clientkey",
     "hmackey",
     "secretkeybase",
+    "credential",
+    "credentials",
+    "creds",
+    "keydata",  # kubeconfig client-key-data
 )
-_WEAK_ENDINGS = ("key", "signature")
+_WEAK_ENDINGS = ("key", "signature", "auth", "cookie", "session", "sessionid", "sid", "sig")
+# In a name (not at its end) these words make a random value a secret: `TF_TOKEN_app_io`,
+# `OP_SESSION_my`, `GITHUB_TOKEN_FOR_CI`; a name ending in one of _NOT_VALUE_ENDINGS names
+# something about the secret instead (`TOKEN_URL`, `SECRET_NAME`, `password_file`).
+_INNER_SECRET_WORDS = frozenset(
+    ["token", "secret", "password", "passwd", "pwd", "session", "auth", "apikey", "credentials"]
+)
+_NOT_VALUE_ENDINGS = frozenset(
+    [
+        "url",
+        "uri",
+        "endpoint",
+        "path",
+        "file",
+        "dir",
+        "name",
+        "id",
+        "ids",
+        "type",
+        "length",
+        "len",
+        "size",
+        "ttl",
+        "expiry",
+        "expires",
+        "timeout",
+        "count",
+        "limit",
+        "max",
+        "min",
+        "header",
+        "field",
+        "env",
+        "var",
+        "prefix",
+        "suffix",
+        "format",
+        "version",
+        "mode",
+        "policy",
+        "scope",
+        "scopes",
+        "enabled",
+        "required",
+        "hash",
+        "store",
+        "provider",
+        "fingerprint",
+        "algorithm",
+    ]
+)
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 # Words, not a literal: letters joined by `_` or `-` (`password`, `new_password`, `read-only`).
 _BARE_NAME = re.compile(r"[A-Za-z_]+(?:-[A-Za-z_]+)*")
@@ -181,7 +252,8 @@ _LABEL_WORDS = frozenset(["password", "passwd", "pwd", "secret", "token", "apike
 _CALL_OR_INDEX = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\s*[(\[]")
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _BRACKETED = re.compile(r"[\[<({].*[\]>)}]")
-_PLACEHOLDER = re.compile(r"\.\.\.|\u2026|\*\*|%[sd(]|\{\}")
+_PLACEHOLDER = re.compile(r"\.\.\.|\u2026|\*\*|%[sd(]|\{\}|x{6,}|X{6,}|0{8,}")
+_PLACEHOLDER_RUN = re.compile(r"x{6,}|X{6,}|\*{3,}|0{8,}|\.\.\.")
 _COLOR = re.compile(r"#[0-9A-Fa-f]{3,8}")
 _TEMPLATE = re.compile(r"\{[A-Za-z_]")  # f-string / format placeholder: `{API_KEY}`, `{path(x)}`
 _REFERENCE_PREFIXES = ("$", "%", "{{", "{%", "#{", "<", _MARK)
@@ -252,16 +324,24 @@ def redact(text: str) -> tuple[str, Redactions]:
     """Return the text with secrets replaced, and what was replaced.
 
     `<private>` blocks go first (forget/privacy.py): what they hold is never stored nor scanned.
+    Then the layers, each on what the one before left: private keys and credential shapes (b),
+    provider tokens (a), values by their context (b), passwords in prose (d), random-looking
+    tokens (c).
     """
     found = Redactions()
     text, n = strip_private(text)
     found.count(PRIVATE_KIND, n)
+    if len(text) < 8:
+        return text, found
+    low = text.lower()
     for kind, pattern, group in _SHAPES:
-        text, n = _sub_shape(pattern, group, f"{_MARK}{kind}]", text)
-        found.count(kind, n)
-    for rule in _RULES:
-        text, n = _sub_value(rule, text)
-        found.count(rule.kind, n)
+        if any(word in low for word in _SHAPE_KEYWORDS[kind]):
+            text, n = _sub_shape(pattern, group, f"{_MARK}{kind}]", text)
+            found.count(kind, n)
+    text = _sub_providers(text, found)
+    text = _sub_context(text, found)
+    text = _sub_prose(text, found)
+    text = _sub_random(text, found)
     return text, found
 
 
@@ -392,6 +472,12 @@ def _name_strength(name: str) -> Strength | None:
         return "secret"
     if compact.endswith(_WEAK_ENDINGS):
         return "weak"
+    if words[-1] in _NOT_VALUE_ENDINGS:
+        return None
+    if any(w in _INNER_SECRET_WORDS for w in words[:-1]) or (
+        len(words) > 1 and "".join(words[:2]) == "apikey"
+    ):
+        return "weak"
     return None
 
 
@@ -505,3 +591,444 @@ _RULES = [
     _Rule("sql_password", _SQL_PASSWORD, _password, _always, labels=False),
     _Rule("assigned_secret", _ASSIGNMENT, _assignment_strength, _is_env_form),
 ]
+
+
+# --- layer (a): provider token formats (secret_rules.py) --------------------------------------
+# A word that may be a token: letters, digits and `_-.+/~`, then any `=` padding. Shorter words
+# hold no provider token (the shortest format, `AKIA` and 16, is 20 characters).
+_WORD = re.compile(r"[A-Za-z0-9_\-.+/~]{16,}=*")
+_LONG_CHUNK = re.compile(r"\S{16,}")
+
+
+def _words(text: str) -> Iterator[re.Match[str]]:
+    """The token-like words of a text, looked for inside its long runs of non-space only."""
+    for chunk in _LONG_CHUNK.finditer(text):
+        yield from _WORD.finditer(text, chunk.start(), chunk.end())
+
+
+def _build_provider_index() -> dict[str, list[tuple[str, int, re.Pattern[str]]]]:
+    index: dict[str, list[tuple[str, int, re.Pattern[str]]]] = {}
+    for kind, prefix, body in PROVIDER_RULES:
+        flags = re.IGNORECASE if kind in CASE_INSENSITIVE else 0
+        pattern = re.compile(re.escape(prefix) + "(?:" + body + ")(?![A-Za-z0-9])", flags)
+        head = prefix[:2]
+        heads = {head.lower(), head.upper(), head[0].lower() + head[1:], head[0].upper() + head[1:]}
+        for key in heads if flags else {head}:
+            index.setdefault(key, []).append((kind, len(prefix), pattern))
+    return index
+
+
+_PROVIDER_INDEX = _build_provider_index()
+_KEYWORD_RULES = [(kind, kw, re.compile(rx)) for kind, kw, rx in KEYWORD_RULES]
+_WORDS_ONLY = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+def _plausible_body(body: str) -> bool:
+    """The part after a prefix is a token, not a placeholder (`xxxx`) nor words (`sk-learn-...`)."""
+    return len(set(body)) >= 3 and _WORDS_ONLY.fullmatch(body) is None
+
+
+def _decodes_to_private_key(value: str) -> bool:
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=False)
+    except ValueError:
+        return False
+    return b"PRIVATE KEY" in decoded
+
+
+def _sub_providers(text: str, found: Redactions) -> str:
+    pieces: list[str] = []
+    done = 0
+    for word in _words(text):
+        start = word.start()
+        rules = _PROVIDER_INDEX.get(text[start : start + 2])
+        if not rules:
+            continue
+        for kind, prefix_len, pattern in rules:
+            hit = pattern.match(text, start)
+            if hit is None or not _plausible_body(hit.group(0)[prefix_len:]):
+                continue
+            if _UUID.match(hit.group(0)) or _PLACEHOLDER_RUN.search(hit.group(0)):
+                continue  # a GUID that starts like a token (`EAAA42E0-...`), `ghp_xxxxxxxx`
+            if kind == "private_key_base64" and not _decodes_to_private_key(hit.group(0)):
+                continue
+            pieces += [text[done:start], f"{_MARK}{kind}]"]
+            done = hit.end()
+            found.count(kind)
+            break
+    if pieces:
+        text = "".join([*pieces, text[done:]])
+    low = text.lower()
+    for kind, keyword, pattern in _KEYWORD_RULES:
+        if keyword in low:
+            text, n = _sub_shape(pattern, 0, f"{_MARK}{kind}]", text)
+            found.count(kind, n)
+    return text
+
+
+# --- layer (b): values by their context -------------------------------------------------------
+# Lines that may hold a secret name (the assignment and flag rules only look at those).
+_NAME_HINTS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "sig",
+    "auth",
+    "cred",
+    "session",
+    "cookie",
+    "sid",
+)
+
+# Command lines whose own flags or positions carry a password: (keywords, pattern with group v).
+_Q = r"""['"]?(?P<v>[^\s'"]+)"""
+_COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
+    (
+        ("login",),
+        re.compile(
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm(?:\s+registry)?|oras)\s+login\b"
+            r"[^\n]*?\s(?:-p|--password)(?:[ \t]+|=)" + _Q
+        ),
+    ),
+    (
+        ("mysql", "mariadb"),
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b"
+            r"[^\n]*?\s-p['\"]?(?P<v>[^\s'\"-][^\s'\"]*)"
+        ),
+    ),
+    (("sshpass",), re.compile(r"\bsshpass\s+-p[ \t]*" + _Q)),
+    (
+        ("-a", "--auth"),
+        re.compile(
+            r"\b(?:http|https|xh|xhs)\s[^\n]*?(?<!\S)(?:-a|--auth)(?:[ \t]+|=)['\"]?[^\s:'\"]*:"
+            r"(?P<v>[^\s'\"@]+)"
+        ),
+    ),
+    (("redis-cli",), re.compile(r"\bredis-cli\b[^\n]*?\s(?:-a|--pass)[ \t]+" + _Q)),
+    (("ldap",), re.compile(r"\bldap\w+\b[^\n]*?\s-w[ \t]+" + _Q)),
+    (("sqlcmd", "bcp", "osql"), re.compile(r"\b(?:sqlcmd|bcp|osql)\b[^\n]*?\s-P[ \t]*" + _Q)),
+    (("pass:",), re.compile(r"(?<!\S)-(?:passin|passout|pass|k)[ \t]+pass:(?P<v>\S+)")),
+    (
+        ("pass",),
+        re.compile(
+            r"(?<!\S)-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)"
+            r"[ \t]+" + _Q
+        ),
+    ),
+    (
+        ("smbclient", "smbmap", "rpcclient", "crackmapexec", "nxc", "net use"),
+        re.compile(
+            r"\b(?:smbclient|smbmap|rpcclient|crackmapexec|nxc|net\s+use)\b[^\n]*?\s-U[ \t]+"
+            r"['\"]?[^\s%'\"]+%(?P<v>[^\s'\"]+)"
+        ),
+    ),
+    (("7z",), re.compile(r"\b7z[ar]?\b[^\n]*?\s-p(?P<v>[^\s'\"-][^\s'\"]*)")),
+    (("zip",), re.compile(r"\b(?:zip|unzip)\b[^\n]*?\s-P[ \t]+" + _Q)),
+    (("mongo",), re.compile(r"\bmongo(?:sh|dump|restore|export|import)?\b[^\n]*?\s-p[ \t]+" + _Q)),
+    (("sqlplus",), re.compile(r"\bsqlplus\s+[^\s/@]+/(?P<v>[^\s@]+)@")),
+    (("htpasswd",), re.compile(r"\bhtpasswd\b[^\n]*?\s-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+" + _Q)),
+    (("ssh-keygen",), re.compile(r"\bssh-keygen\b[^\n]*?\s-N[ \t]+['\"](?P<v>[^'\"\n]+)['\"]")),
+]
+# A signed URL's signature: Azure SAS `sig=`, S3 and GCS presigned URLs.
+_URL_SIGNATURE = re.compile(
+    r"(?i)[?&;](?:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)="
+    r"(?P<v>[^&\s\"'#<>]{16,})"
+)
+# .pgpass: host:port:database:user:password (a host holds a letter, a dot or `*`).
+_PGPASS = re.compile(
+    r"(?m)^[ \t]*[A-Za-z0-9.\-_*]*[A-Za-z.*][A-Za-z0-9.\-_*]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:"
+    r"(?P<v>\S+)[ \t]*$"
+)
+_PGPASS_HINT = re.compile(r":(?:\d{1,5}|\*):")
+# A Kubernetes Secret: every value under `data:` / `stringData:`.
+_K8S_SECRET = re.compile(r"(?im)^[ \t]*kind:[ \t]*['\"]?secret['\"]?[ \t]*$")
+_K8S_DATA = re.compile(
+    r"(?m)^(?P<indent>[ \t]*)(?:data|stringData):[ \t]*\r?\n(?P<body>(?:(?P=indent)[ \t]+\S[^\n]*"
+    r"(?:\n|\Z))+)"
+)
+_K8S_ITEM = re.compile(r"(?m)^[ \t]+[\w.\-]+:[ \t]*['\"]?(?P<v>[^\s'\"][^\n'\"]*?)['\"]?[ \t]*$")
+# XML: `<password>x</password>`, `<add key="ClearTextPassword" value="x" />` (Maven, NuGet, .NET).
+_XML_ELEMENT = re.compile(r"<(?P<name>[A-Za-z_][\w.\-:]*)>(?=(?P<v2>[^<\n]{1,2000})</(?P=name)>)")
+_XML_ADD = re.compile(
+    r"""<add\s+key=["'](?P<name>[^"'\n]+)["']\s+value=(?=["'](?P<v2>[^"'\n]+)["'])"""
+)
+
+
+def _plausible_cli_value(value: str) -> bool:
+    return (
+        len(value) >= REDACT_CLI_MIN_CHARS
+        and not value.startswith(("$", "<", "{", "%", "-", "`", "(", _MARK))
+        and _MARK not in value
+        and len(set(value) - {"*", "x", "X", "."}) > 0
+    )
+
+
+def _sub_group(pattern: re.Pattern[str], kind: str, text: str, found: Redactions) -> str:
+    """Replace group `v` of each match whose value is a plausible literal."""
+    pieces: list[str] = []
+    done = 0
+    for match in pattern.finditer(text):
+        start = match.start("v")
+        value = match.group("v").rstrip(_STRIP_TAIL)
+        if start < done or not _plausible_cli_value(value):
+            continue
+        pieces += [text[done:start], f"{_MARK}{kind}]"]
+        done = start + len(value)
+        found.count(kind)
+    return "".join([*pieces, text[done:]]) if pieces else text
+
+
+def _sub_k8s_secret(text: str, found: Redactions) -> str:
+    if not _K8S_SECRET.search(text):
+        return text
+
+    def block(match: re.Match[str]) -> str:
+        body = _sub_group(_K8S_ITEM, "k8s_secret_data", match.group("body"), found)
+        return match.group(0)[: match.start("body") - match.start()] + body
+
+    return _K8S_DATA.sub(block, text)
+
+
+def _per_line(text: str, hints: tuple[str, ...], rules: list[_Rule], found: Redactions) -> str:
+    """Apply one-line rules to the lines that hold a hint only (most lines hold none)."""
+    lines = text.split("\n")
+    changed = False
+    for i, line in enumerate(lines):
+        low = line.lower()
+        if not any(hint in low for hint in hints):
+            continue
+        for rule in rules:
+            new, n = _sub_value(rule, line)
+            if n:
+                line, changed = new, True
+                found.count(rule.kind, n)
+        lines[i] = line
+    return "\n".join(lines) if changed else text
+
+
+def _name_group_strength(match: re.Match[str]) -> Strength | None:
+    return _name_strength(match.group("name"))
+
+
+_XML_RULES = [
+    _Rule("xml_secret", _XML_ELEMENT, _name_group_strength, _always, labels=False),
+    _Rule("xml_secret", _XML_ADD, _name_group_strength, _always, labels=False),
+]
+
+
+def _sub_context(text: str, found: Redactions) -> str:
+    low = text.lower()
+    if any(hint in low for hint in _NAME_HINTS):
+        text = _per_line(text, _NAME_HINTS, [_RULES[0], _RULES[4]], found)  # flags, assignments
+    if "curl" in low:
+        text = _per_line(text, ("curl",), [_RULES[1]], found)
+    if "password" in low and ("machine" in low or "default" in low):
+        text, n = _sub_value(_RULES[2], text)
+        found.count(_RULES[2].kind, n)
+    if "password" in low or "identified" in low:
+        text, n = _sub_value(_RULES[3], text)
+        found.count(_RULES[3].kind, n)
+    if "</" in text or "<add" in low:
+        for rule in _XML_RULES:
+            text, n = _sub_value(rule, text)
+            found.count(rule.kind, n)
+    for keywords, pattern in _COMMANDS:
+        if any(k in low for k in keywords):
+            text = _sub_group(pattern, "cli_secret", text, found)
+    if "sig" in low or "security-token" in low:
+        text = _sub_group(_URL_SIGNATURE, "url_signature", text, found)
+    if _PGPASS_HINT.search(text):
+        text = _sub_group(_PGPASS, "pgpass_password", text, found)
+    if "secret" in low and "data:" in low:
+        text = _sub_k8s_secret(text, found)
+    return text
+
+
+# --- layer (d): passwords stated in prose -----------------------------------------------------
+_PROSE_TAIL = (
+    r"[ \t]*(?:\bis[ \t]+now\b|\bis\b|\bwas\b|\bset[ \t]+to\b|\bchanged[ \t]+to\b|:|=)[ \t]*"
+    r"""(?:["'`](?P<q>[^"'`\n]{1,200})["'`]|(?P<v>[^\s"'`]+))"""
+)
+_PROSE_QUALIFIER = (
+    r"(?:[ \t]+(?:for|of|on|to|at)[ \t]+(?:the[ \t]+|my[ \t]+|our[ \t]+|this[ \t]+|that[ \t]+)?"
+    r"[\w.@\-]+(?:[ \t]+[\w.@\-]+)?)?"
+)
+_PROSE_PASSWORD = re.compile(
+    r"(?i)\b(?:password|passphrase|passcode|passwd|pwd|pw)\b" + _PROSE_QUALIFIER + _PROSE_TAIL
+)
+_PROSE_WITH_PASSWORD = re.compile(
+    r"(?i)\b(?:with|using|use)[ \t]+(?:the[ \t]+)?(?:password|passphrase|pw)[ \t]+"
+    r"""(?:["'`](?P<q>[^"'`\n]{1,200})["'`]|(?P<v>[^\s"'`]+))"""
+)
+_PROSE_SECRET = re.compile(
+    r"(?i)\b(?:api[ _-]?key|token|secret|access[ _-]?key|auth[ _-]?token|client[ _-]?secret"
+    r"|key)\b" + _PROSE_QUALIFIER + _PROSE_TAIL
+)
+_PROSE_HINTS = ("pass", "pw", "token", "secret", "key")
+
+
+def _prose_value(match: re.Match[str]) -> tuple[str, int, bool] | None:
+    group = "q" if match.group("q") is not None else "v"
+    value = match.group(group)
+    if group == "v":
+        value = value.rstrip(_STRIP_TAIL + "'\"")
+    if not value or _MARK in value or value.startswith(_MARK):
+        return None
+    return value, match.start(group), group == "q"
+
+
+def _sub_prose(text: str, found: Redactions) -> str:
+    low = text.lower()
+    if not any(hint in low for hint in _PROSE_HINTS):
+        return text
+    for pattern, password in (
+        (_PROSE_PASSWORD, True),
+        (_PROSE_WITH_PASSWORD, True),
+        (_PROSE_SECRET, False),
+    ):
+        pieces: list[str] = []
+        done = 0
+        for match in pattern.finditer(text):
+            got = _prose_value(match)
+            if got is None or got[1] < done:
+                continue
+            value, start, quoted = got
+            if not _is_prose_secret(value, quoted, password):
+                continue
+            pieces += [
+                text[done:start],
+                f"{_MARK}{'prose_password' if password else 'prose_secret'}]",
+            ]
+            done = start + len(value)
+            found.count("prose_password" if password else "prose_secret")
+        if pieces:
+            text = "".join([*pieces, text[done:]])
+    return text
+
+
+def _is_prose_secret(value: str, quoted: bool, password: bool) -> bool:
+    if _is_reference(value, code=True) or len(set(value)) == 1:
+        return False
+    if not password:  # `the api key is ...`: random, or a long hex key
+        return _is_random_token(value) or (len(value) >= 32 and bool(_HEXLIKE.fullmatch(value)))
+    if len(value) < REDACT_MIN_SECRET_CHARS:
+        return False
+    if value.isdigit():
+        return True
+    if _BARE_NAME.fullmatch(value):
+        return quoted  # a word: prose ("the password is incorrect") unless quoted
+    return True
+
+
+# --- layer (c): random-looking tokens with no context ----------------------------------------
+_TOKEN_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_UPPER = re.compile("[A-Z]")
+_LOWER = re.compile("[a-z]")
+_DIGIT = re.compile("[0-9]")
+_PATH_WORD = re.compile(r"[a-z][a-z_.-]{3,}|\.[a-z]+|~")
+_HEXLIKE = re.compile(r"[0-9a-f\-]+|[0-9A-F\-]+")
+_HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)?|md5|blake2[bs]?|sha3-\d+|xxh\d*)[-:_]")
+# What comes right before a run that makes it a hash or a public value, not a secret.
+_HASH_BEFORE = re.compile(
+    r"(?i)(?:sha(?:1|224|256|384|512)?|md5|blake2[bs]?|h1|xxh\d*|crc\d*)[:=]$|base64,$|://$|@$"
+)
+_PUBLIC_KEY_BEFORE = re.compile(
+    r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-(?:ssh-ed25519|ecdsa-sha2-nistp256)"
+    r"@openssh\.com)[ \t]+$"
+)
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?!(?:[A-Z0-9]+ )*PRIVATE KEY)[A-Z0-9 ]+-----[\s\S]{0,40000}?"
+    r"-----END [A-Z0-9 ]+-----"
+)
+
+
+def _is_random_token(token: str) -> bool:
+    """Random-looking: long, all of upper, lower and digits, high entropy, no real words.
+
+    A path (`dist/assets/index-kDCy8vvO.js`) is judged by its segments: one that is a word of
+    four letters or more makes the rest a path, and then only a long random segment counts.
+    """
+    if len(token) < REDACT_TOKEN_MIN_CHARS or _HEXLIKE.fullmatch(token):
+        return False
+    if token.startswith("//") or _HASH_PREFIX.match(token):
+        return False
+    if "/" in token:
+        segments = token.split("/")
+        if any(_PATH_WORD.fullmatch(seg) for seg in segments):
+            return any(_is_random_token(seg) for seg in segments if "/" not in seg)
+    if not (_UPPER.search(token) and _LOWER.search(token) and _DIGIT.search(token)):
+        return False
+    words = _TOKEN_WORDS.findall(token)
+    letters = sum(map(len, words))
+    if letters < REDACT_TOKEN_MIN_CHARS or letters / len(words) > REDACT_TOKEN_MAX_WORD_MEAN:
+        return False
+    n = len(token)
+    entropy = -sum(k / n * math.log2(k / n) for k in Counter(token).values())
+    if entropy < REDACT_TOKEN_MIN_ENTROPY:
+        return False
+    return not _is_base64_text(token)
+
+
+def _is_base64_text(token: str) -> bool:
+    """Base64 of ordinary text (`aGVsbG8gd29ybGQ=`): kept unless a secret's name stands by it."""
+    if not re.fullmatch(r"[A-Za-z0-9+/]+=*|[A-Za-z0-9_-]+=*", token):
+        return False
+    try:
+        decoded = base64.b64decode(
+            token.replace("-", "+").replace("_", "/") + "=" * (-len(token) % 4)
+        )
+    except ValueError:
+        return False
+    if not decoded:
+        return False
+    printable = sum(32 <= b < 127 or b in (9, 10, 13) for b in decoded)
+    return printable / len(decoded) >= 0.95
+
+
+def _sub_random(text: str, found: Redactions) -> str:
+    skip = [m.span() for m in _PUBLIC_BLOCK.finditer(text)] if "-----BEGIN" in text else []
+    pieces: list[str] = []
+    done = 0
+    for word in _words(text):
+        token = word.group(0).rstrip(".-/")
+        start = word.start()
+        if len(token) < REDACT_TOKEN_MIN_CHARS or not _is_random_token(token):
+            continue
+        before = text[max(0, start - 40) : start]
+        if _HASH_BEFORE.search(before) or _PUBLIC_KEY_BEFORE.search(before):
+            continue
+        if _in_mark(text, start) or any(a <= start < b for a, b in skip):
+            continue
+        pieces += [text[done:start], f"{_MARK}random_token]"]
+        done = start + len(token)
+        found.count("random_token")
+    return "".join([*pieces, text[done:]]) if pieces else text
+
+
+# --- the rules' version -----------------------------------------------------------------------
+# Bump _RULES_REVISION when the judging code changes; the hash follows every pattern, provider
+# format and tuning constant by itself. A stored text redacted under another version may hold a
+# secret these rules now catch (the heal command re-runs them when this changes).
+_RULES_REVISION = "2026-12-02.1"
+
+
+def _rules_fingerprint() -> str:
+    parts: list[str] = [_RULES_REVISION]
+    parts += [f"{k}|{p}|{b}" for k, p, b in PROVIDER_RULES]
+    parts += [f"{k}|{w}|{x}" for k, w, x in KEYWORD_RULES]
+    parts += [f"{k}|{p.pattern}|{g}" for k, p, g in _SHAPES]
+    parts += [f"{r.kind}|{r.pattern.pattern}" for r in (*_RULES, *_XML_RULES)]
+    parts += [p.pattern for _, p in _COMMANDS]
+    patterns = (_URL_SIGNATURE, _PGPASS, _K8S_DATA, _K8S_ITEM, _PROSE_PASSWORD, _PROSE_SECRET)
+    parts += [p.pattern for p in patterns]
+    parts += [f"{n}={getattr(tuning, n)}" for n in sorted(dir(tuning)) if n.startswith("REDACT_")]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+RULES_VERSION = f"{_RULES_REVISION}+{_rules_fingerprint()}"
