@@ -49,7 +49,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -387,16 +387,20 @@ class _Rule:
     flags: bool = False  # a command line: a value starting with `-` is the next flag
 
 
-def _sub_value(rule: _Rule, text: str) -> tuple[str, int]:
+def _sub_value(rule: _Rule, text: str, starts: Iterable[int] | None = None) -> tuple[str, int]:
     """Replace the value of each match of `rule` that is a secret.
 
     The value may lie beyond the match (a lookahead), so the text is spliced by hand; a match
-    that starts inside a value already replaced is part of that secret and skipped.
+    that starts inside a value already replaced is part of that secret and skipped. With
+    `starts`, the pattern is tried at those positions only (a scan of the whole text costs more).
     """
     pieces: list[str] = []
     done = 0  # text[:done] is settled
     token = f"{_MARK}{rule.kind}]"
-    for match in rule.pattern.finditer(text):
+    matches = (
+        rule.pattern.finditer(text) if starts is None else _matches_at(rule.pattern, text, starts)
+    )
+    for match in matches:
         strength = rule.strength(match) if match.start() >= done else None
         if strength is None:
             continue
@@ -422,6 +426,53 @@ def _sub_value(rule: _Rule, text: str) -> tuple[str, int]:
     if not pieces:
         return text, 0
     return "".join([*pieces, text[done:]]), len(pieces) // 2
+
+
+def _matches_at(
+    pattern: re.Pattern[str], text: str, starts: Iterable[int]
+) -> Iterator[re.Match[str]]:
+    end = -1
+    for at in sorted(set(starts)):
+        if at < end:
+            continue
+        match = pattern.match(text, at)
+        if match is not None:
+            end = match.end()
+            yield match
+
+
+def _find_all(low: str, words: Iterable[str], boundary: bool = False) -> list[int]:
+    """Where each word occurs in `low` (at a word start only, with `boundary`)."""
+    found = []
+    for word in words:
+        at = low.find(word)
+        while at >= 0:
+            if not boundary or at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
+                found.append(at)
+            at = low.find(word, at + 1)
+    return found
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_AFTER_NAME = re.compile(r"[A-Za-z0-9_.\-]*\\?[\"']?[ \t]*(?::=|=>|=|:)")
+
+
+def _assignment_starts(text: str, low: str) -> list[int]:
+    """Where an assignment to a secret-like name may start: at the name that holds a hint word,
+    or at the quote before it, when an operator follows the name."""
+    starts = []
+    for at in _find_all(low, _NAME_HINTS):
+        if not _AFTER_NAME.match(text, at):
+            continue
+        begin = at
+        while begin > 0 and text[begin - 1] in _NAME_CHARS:
+            begin -= 1
+        starts.append(begin)
+        if begin >= 1 and text[begin - 1] in "\"'":
+            starts.append(begin - 1)
+            if begin >= 2 and text[begin - 2] == "\\":
+                starts.append(begin - 2)
+    return starts
 
 
 def _splice(match: re.Match[str], group: int, token: str) -> str:
@@ -732,6 +783,13 @@ _COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     (("zip",), re.compile(r"\b(?:zip|unzip)\b[^\n]*?\s-P[ \t]+" + _Q)),
     (("mongo",), re.compile(r"\bmongo(?:sh|dump|restore|export|import)?\b[^\n]*?\s-p[ \t]+" + _Q)),
     (("sqlplus",), re.compile(r"\bsqlplus\s+[^\s/@]+/(?P<v>[^\s@]+)@")),
+    (
+        ("sudo",),
+        re.compile(
+            r"\becho[ \t]+(?:-n[ \t]+)?['\"]?(?P<v>[^'\"\s|]+)['\"]?[ \t]*\|[ \t]*sudo\b"
+            r"[^\n]*?\s-S\b"
+        ),
+    ),
     (("htpasswd",), re.compile(r"\bhtpasswd\b[^\n]*?\s-\w*b\w*[ \t]+\S+[ \t]+\S+[ \t]+" + _Q)),
     (("ssh-keygen",), re.compile(r"\bssh-keygen\b[^\n]*?\s-N[ \t]+['\"](?P<v>[^'\"\n]+)['\"]")),
 ]
@@ -795,23 +853,6 @@ def _sub_k8s_secret(text: str, found: Redactions) -> str:
     return _K8S_DATA.sub(block, text)
 
 
-def _per_line(text: str, hints: tuple[str, ...], rules: list[_Rule], found: Redactions) -> str:
-    """Apply one-line rules to the lines that hold a hint only (most lines hold none)."""
-    lines = text.split("\n")
-    changed = False
-    for i, line in enumerate(lines):
-        low = line.lower()
-        if not any(hint in low for hint in hints):
-            continue
-        for rule in rules:
-            new, n = _sub_value(rule, line)
-            if n:
-                line, changed = new, True
-                found.count(rule.kind, n)
-        lines[i] = line
-    return "\n".join(lines) if changed else text
-
-
 def _name_group_strength(match: re.Match[str]) -> Strength | None:
     return _name_strength(match.group("name"))
 
@@ -824,10 +865,19 @@ _XML_RULES = [
 
 def _sub_context(text: str, found: Redactions) -> str:
     low = text.lower()
-    if any(hint in low for hint in _NAME_HINTS):
-        text = _per_line(text, _NAME_HINTS, [_RULES[0], _RULES[4]], found)  # flags, assignments
+    if "--" in text:
+        text, n = _sub_value(_RULES[0], text, _find_all(text, ("--",)))
+        found.count(_RULES[0].kind, n)
+        low = text.lower()
     if "curl" in low:
-        text = _per_line(text, ("curl",), [_RULES[1]], found)
+        text, n = _sub_value(_RULES[1], text, _find_all(low, ("curl",), boundary=True))
+        found.count(_RULES[1].kind, n)
+        low = text.lower()
+    starts = _assignment_starts(text, low)
+    if starts:
+        text, n = _sub_value(_RULES[4], text, starts)
+        found.count(_RULES[4].kind, n)
+        low = text.lower()
     if "password" in low and ("machine" in low or "default" in low):
         text, n = _sub_value(_RULES[2], text)
         found.count(_RULES[2].kind, n)
@@ -887,14 +937,17 @@ def _sub_prose(text: str, found: Redactions) -> str:
     low = text.lower()
     if not any(hint in low for hint in _PROSE_HINTS):
         return text
-    for pattern, password in (
-        (_PROSE_PASSWORD, True),
-        (_PROSE_WITH_PASSWORD, True),
-        (_PROSE_SECRET, False),
+    for pattern, password, nouns in (
+        (_PROSE_PASSWORD, True, ("pass", "pw")),
+        (_PROSE_WITH_PASSWORD, True, ("with", "using", "use")),
+        (_PROSE_SECRET, False, ("api", "token", "secret", "access", "auth", "client", "key")),
     ):
+        starts = _find_all(text.lower(), nouns, boundary=True)
+        if not starts:
+            continue
         pieces: list[str] = []
         done = 0
-        for match in pattern.finditer(text):
+        for match in _matches_at(pattern, text, starts):
             got = _prose_value(match)
             if got is None or got[1] < done:
                 continue
@@ -931,6 +984,11 @@ _TOKEN_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
 _DIGIT = re.compile("[0-9]")
+# Object ids that look random but are no credential: Stripe's (`cus_`, `pi_`, `ch_`, ...).
+_PUBLIC_ID = re.compile(
+    r"(?:cus|pi|ch|in|sub|pm|py|txn|evt|prod|price|acct|cs|seti|src|ii|il|po|tr|ba|card|si|sli"
+    r"|pl|pyr|cbtxn|fee|iv|ipi|ic|qt|dp|du)_[A-Za-z0-9]{8,32}"
+)
 _PATH_WORD = re.compile(r"[a-z][a-z_.-]{3,}|\.[a-z]+|~")
 _HEXLIKE = re.compile(r"[0-9a-f\-]+|[0-9A-F\-]+")
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)?|md5|blake2[bs]?|sha3-\d+|xxh\d*)[-:_]")
@@ -956,7 +1014,7 @@ def _is_random_token(token: str) -> bool:
     """
     if len(token) < REDACT_TOKEN_MIN_CHARS or _HEXLIKE.fullmatch(token):
         return False
-    if token.startswith("//") or _HASH_PREFIX.match(token):
+    if token.startswith("//") or _HASH_PREFIX.match(token) or _PUBLIC_ID.fullmatch(token):
         return False
     if "/" in token:
         segments = token.split("/")
@@ -1003,6 +1061,10 @@ def _sub_random(text: str, found: Redactions) -> str:
         before = text[max(0, start - 40) : start]
         if _HASH_BEFORE.search(before) or _PUBLIC_KEY_BEFORE.search(before):
             continue
+        wide = text[max(0, start - 80) : start]
+        glued = wide.split()[-1] if wide and not wide[-1].isspace() else ""
+        if _MARK in glued:
+            continue  # glued to a redaction (`[REDACTED:x]:tail`): judged with it, so twice is once
         if _in_mark(text, start) or any(a <= start < b for a, b in skip):
             continue
         pieces += [text[done:start], f"{_MARK}random_token]"]
