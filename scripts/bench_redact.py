@@ -24,8 +24,9 @@ PROSE = (
     "https://docs.python.org/3/library/re.html for details; version 1.4.2-rc.1 is out. "
 )
 CODE = (
-    "```python\ndef load(path: str) -> dict:\n    with open(path) as f:\n        return json.load(f)"
-    "\n\napi_key = os.environ['OPENAI_API_KEY']\nclient = OpenAI(api_key=api_key)\n```\n"
+    "```python\ndef load(path: str) -> dict:\n    with open(path) as f:\n"
+    "        return json.load(f)\n\napi_key = os.environ['OPENAI_API_KEY']\n"
+    "client = OpenAI(api_key=api_key)\n```\n"
     "commit 3f9a2c1 fixed the flaky test in memory_pipeline_tests/capture/test_store.py.\n"
 )
 TOOL = (
@@ -33,7 +34,8 @@ TOOL = (
     "DATABASE_URL=postgresql://billing:Sunflower%2142@db.internal:5432/billing\n"
     "GITHUB_TOKEN=ghp_q8Zr2LmX5vN1pK7wT4yB0cD9eF3gH6jK8lM1\n"
     "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  dist/app-0.3.0.tar.gz\n"
-    "/usr/lib/x86_64-linux-gnu/libssl.so.3 loaded; request 6f1c2b3a-9d8e-4f70-8a6b-1c2d3e4f5a6b ok\n"
+    "/usr/lib/x86_64-linux-gnu/libssl.so.3 loaded; "
+    "request 6f1c2b3a-9d8e-4f70-8a6b-1c2d3e4f5a6b ok\n"
 )
 TURNS = {
     name: (body * 40)[:2048] for name, body in (("prose", PROSE), ("code", CODE), ("tool", TOOL))

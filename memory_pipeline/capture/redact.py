@@ -2,30 +2,66 @@
 anything is stored.
 
 Every hit becomes `[REDACTED:<kind>]`, so a reader can tell something was removed and what it
-was, and redacting twice changes nothing. Two families of rules, the specific ones first:
+was, and redacting twice changes nothing. `<private>` blocks go first (forget/privacy.py). Then
+four layers, each on what the one before left:
 
-1. **Known shapes**, redacted wherever they appear: a provider's token format (`sk-ant-`,
-   `sk-proj-`, `ghp_`, `glpat-`, `npm_`, `hf_`, `SG.x.y`, `AKIA...`, `xoxb-`, `AIza`, `whsec_`,
-   `pypi-AgE...`), PEM private keys, JWTs, Slack webhook URLs, the password of
-   `scheme://user:password@host`, and `Authorization: Bearer|Basic` credentials.
-2. **Named values**: assignments (`NAME=value`, `name: value`, `"name": "value"`, `name :=
-   value`, `name => value`) with the name in any style (`DB_PASSWORD`, `clientSecret`,
-   `SecretAccessKey`, `X-Api-Key`, `spring.datasource.password`), and command lines
-   (`--password x`, `--token x`, `curl -u user:pass`, `.netrc`, SQL `PASSWORD 'x'`).
-   The name says how sure we are:
-   - a *secret name* ends in password, passwd, pwd, passphrase, secret, token or apikey, is a key
-     with a secret qualifier (secret key, access key, private key, account key, signing key...),
-     or is `DB_PASS`-like: its value is redacted when it is a literal of at least
-     REDACT_MIN_SECRET_CHARS characters;
-   - any other key name (`PRIMARY_KEY`, `SORT_KEY`, `STRIPE_KEY`, a bare `key`) and
-     `*signature`: only when the value looks random: at least REDACT_RANDOM_MIN_CHARS
-     characters, letters and digits, and an unbroken alphanumeric run of REDACT_RANDOM_MIN_RUN
-     (hex and base64 keys do; `id`, `created_at`, `user_profile_v2` do not).
+(b1) **Blocks and shapes**: private key blocks of every kind (PEM `-----BEGIN ... PRIVATE KEY`,
+     OpenSSH, `PGP PRIVATE KEY BLOCK`, encrypted; one cut short up to its last base64 line;
+     PuTTY's `Private-Lines` and MAC), `Authorization: Bearer|Basic|<any scheme>` credentials
+     and the password of `scheme://user:password@host`.
+(a)  **Provider token formats**, wherever they appear: 221 formats of 146 kinds in
+     secret_rules.py (its docstring names the sources: gitleaks' rule set at a given commit and
+     vendors' documentation), each a literal prefix and a body (`dop_v1_` + 64 hex, `hvs.`,
+     `ops_eyJ`, `dp.pt.`, `dapi`, `shpat_`, `ATATT3`, `PMAK-`, `lin_api_`, `r8_`, `ntn_`,
+     `AGE-SECRET-KEY-1`, `tskey-`, `sk-ant-`, `ghp_`, `AKIA`...), plus a few without a fixed
+     start (Slack, Discord and Teams webhooks, Telegram bot tokens, Azure AD client secrets,
+     Okta `SSWS`). A body that is a placeholder (`ghp_xxxx`) or words (`sk-learn-...`) is no
+     token, nor is a GUID that happens to start like one.
+(b2) **Values by their context**, in any syntax:
+   - assignments (`NAME=value`, `name: value`, `"name": "value"`, `name := value`,
+     `name => value`, XML `<password>x</password>` and `<add key="Password" value="x"/>`) with
+     the name in any style (`DB_PASSWORD`, `clientSecret`, `SecretAccessKey`, `X-Api-Key`,
+     `spring.datasource.password`). The name says how sure we are:
+     - a *secret name* ends in password, passwd, pwd, passphrase, sshpass, secret, token,
+       apikey, credential(s), creds, is a key with a secret qualifier (secret key, access key,
+       private key, account key, signing key, key data...), or is `DB_PASS`-like: its value is
+       redacted when it is a literal of at least REDACT_MIN_SECRET_CHARS characters;
+     - any other key name (`PRIMARY_KEY`, `STRIPE_KEY`, a bare `key`), a name ending in auth,
+       cookie, session, sid, sig or signature (docker config's `"auth"`, `NPM_AUTH`,
+       `sessionid`), and a name with a secret word inside (`TF_TOKEN_app_terraform_io`,
+       `OP_SESSION_my`) unless it ends in a word about the secret (`TOKEN_URL`, `SECRET_NAME`,
+       `password_file`): only when the value looks random: at least REDACT_RANDOM_MIN_CHARS
+       characters, letters and digits, and an unbroken alphanumeric run of REDACT_RANDOM_MIN_RUN;
+   - flags (`--password x`, `--db-password=x`, `--api-token x`, `--client-secret x`) and
+     command lines whose own flags carry a password: `curl -u user:pass`, `docker login -p`,
+     `mysql -pPW`, `sshpass -p`, httpie `--auth`/`-a user:pass`, `redis-cli -a`, `ldapsearch -w`,
+     `sqlcmd -P`, `openssl -passin pass:`, `keytool -storepass`, `smbclient -U user%pass`,
+     `7z -pPW`, `zip -P`, `mongo -p`, `sqlplus user/pass@db`, `htpasswd -b`, `ssh-keygen -N`,
+     `echo PW | sudo -S`; from REDACT_CLI_MIN_CHARS characters;
+   - config files: `.netrc` (`machine h login u password p`, `default login u password p`),
+     `.pgpass` lines (`host:port:db:user:password`), SQL `PASSWORD 'x'` / `IDENTIFIED BY 'x'`,
+     every value under `data:`/`stringData:` of a Kubernetes `kind: Secret`, kubeconfig
+     `token:` and `client-key-data:` (a base64 private key is caught by its decoded header),
+     and the signature of a signed URL (`sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
+(d)  **Passwords in prose**: "my sudo password is X", "the wifi password: X", "pw for the db is
+     X", "log in with password X", and "the api key is X" / "my token for the API is X"; a
+     password there is anything but a plain word (a word counts when quoted), a key or token
+     must look random (layer c) or be 32+ hex digits.
+(c)  **Random-looking tokens** with no context: a word of at least REDACT_TOKEN_MIN_CHARS
+     letters and digits holding all of upper case, lower case and digits, with a Shannon
+     entropy of at least REDACT_TOKEN_MIN_ENTROPY bits per character and no real words in it
+     (its pieces, split at case and digit changes, average at most REDACT_TOKEN_MAX_WORD_MEAN
+     characters). These are kept, by design: hex of any length (git SHAs short and long,
+     sha256/md5 digests, UUIDs, container ids), tokens after `sha256:`, `sha512-`, `h1:`,
+     `base64,` or an SSH key type (public keys), certificate and public key blocks, anything in
+     a URL without credentials, file paths (judged by their segments), Stripe object ids
+     (`cus_`, `pi_`...), version strings, identifiers (camelCase, snake_case, dotted module
+     paths: their words are long), and base64 that decodes to text.
 
-   What is *not* a literal, because false positives destroy a memory's meaning:
+What is *not* a literal value in layer (b2), because false positives destroy a memory's meaning:
    - lookups and placeholders: a call or subscript (`os.environ["API_KEY"]`, `env("X")`), an
      attribute (`settings.SECRET_KEY`), `$VAR`, `${VAR}`, `{{ var }}`, `{VAR}`, `<your-key>`,
-     `[MASK]`, `%s`, `hf_***`, `ya29...`, a path, a URL, a colour, `None`/`null`, `xxxx`;
+     `[MASK]`, `%s`, `hf_***`, `ya29...`, `xxxxxx`, a path, a URL, a colour, `None`/`null`;
    - code around the value: `f(password=pw2)`, `private_key: PKCS7PrivateKeyTypes,`;
    - labels, values that name a secret instead of holding it: `"challengePassword"`,
      `"apiKey": "OPENAI_API_KEY"`, `PWD=password`;
@@ -36,10 +72,17 @@ was, and redacting twice changes nothing. Two families of rules, the specific on
      when long and in mixed case (a random one);
    - digits only, except for passwords (`PIN=493817` yes; `token: 400`, `MAX_TOKENS=4096` no).
 
-Prose never matches: "the KEY point is", "password reset flow" and "token budget of 400" name no
-value. What this does not catch: a password shorter than REDACT_MIN_SECRET_CHARS, a word-only
-password in code or YAML (`password: hunter`), and a random value after a name that says nothing
-(`x = "c2VjcmV0..."`) whose shape is not a known one.
+What this does not catch: a password shorter than REDACT_MIN_SECRET_CHARS after a name, a
+word-only password in code, YAML or prose (`password: hunter`, "my password is hunter"), a hex
+or base36 secret with no name or prefix beside it (`openssl rand -hex 32` pasted alone), a
+random token shorter than REDACT_TOKEN_MIN_CHARS or without one of the three character classes,
+and base64 of a `user:password` pair with no name beside it. Known false positive: a base58
+address (a Bitcoin address) alone in a text.
+
+Cost: the layers look for their keywords (plain substring search) before running a regex, and
+the context rules are tried only where a hint word occurs; `scripts/bench_redact.py` times each.
+RULES_VERSION changes whenever a rule does (a stored text redacted under an older version is
+re-run by the heal command).
 """
 
 from __future__ import annotations

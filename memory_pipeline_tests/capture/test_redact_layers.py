@@ -139,11 +139,12 @@ def test_a_kubernetes_secret_loses_every_data_value_and_a_configmap_keeps_its_ow
 
 
 # --- near-misses: generated and embedded in random prose ---------------------------------------
+FILLER = (
+    "the we deploy token key password secret commit hash build release fixed in see version "
+    "checksum id request failed after rotated api docs for is a"
+)
 PROSE = st.lists(
-    st.sampled_from(
-        "the we deploy token key password secret commit hash build release fixed in see "
-        "version checksum id request failed after rotated api docs for is a".split()
-    ),
+    st.sampled_from(FILLER.split(" ")),
     min_size=0,
     max_size=8,
 ).map(" ".join)
