@@ -497,7 +497,8 @@ def _find_all(low: str, words: Iterable[str], boundary: bool = False) -> list[in
 
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-_AFTER_NAME = re.compile(r"[A-Za-z0-9_.\-]*\\?[\"']?[ \t]*(?::=|=>|=|:)")
+_NAME_MAX = 200  # a longer run of name characters is no name (and bounds the scans below)
+_AFTER_NAME = re.compile(r"[A-Za-z0-9_.\-]{0,200}+\\?[\"']?[ \t]*(?::=|=>|=|:)")
 
 
 def _assignment_starts(text: str, low: str) -> list[int]:
@@ -508,8 +509,10 @@ def _assignment_starts(text: str, low: str) -> list[int]:
         if not _AFTER_NAME.match(text, at):
             continue
         begin = at
-        while begin > 0 and text[begin - 1] in _NAME_CHARS:
+        while begin > 0 and text[begin - 1] in _NAME_CHARS and at - begin < _NAME_MAX:
             begin -= 1
+        if begin > 0 and text[begin - 1] in _NAME_CHARS:
+            continue
         starts.append(begin)
         if begin >= 1 and text[begin - 1] in "\"'":
             starts.append(begin - 1)
@@ -1027,10 +1030,12 @@ _TOKEN_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
 _DIGIT = re.compile("[0-9]")
-# Object ids that look random but are no credential: Stripe's (`cus_`, `pi_`, `ch_`, ...).
+# Object ids that look random but are no credential: Stripe's (`cus_`, `pi_`, `ch_`, ...) and
+# the model APIs' (`toolu_`, `msg_`, `req_`, `call_`, `chatcmpl-`, `resp_`, `thread_`...).
 _PUBLIC_ID = re.compile(
     r"(?:cus|pi|ch|in|sub|pm|py|txn|evt|prod|price|acct|cs|seti|src|ii|il|po|tr|ba|card|si|sli"
-    r"|pl|pyr|cbtxn|fee|iv|ipi|ic|qt|dp|du)_[A-Za-z0-9]{8,32}"
+    r"|pl|pyr|cbtxn|fee|iv|ipi|ic|qt|dp|du|toolu|srvtoolu|msg|req|call|chatcmpl|resp|run|thread"
+    r"|asst|batch|file|step|vs|ftjob|ft|compl|fc|rs|ws)[_-][A-Za-z0-9]{8,40}"
 )
 _PATH_WORD = re.compile(r"[a-z][a-z_.-]{3,}|\.[a-z]+|~")
 _HEXLIKE = re.compile(r"[0-9a-f\-]+|[0-9A-F\-]+")

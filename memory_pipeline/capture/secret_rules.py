@@ -18,7 +18,7 @@ character that cannot continue a token. Rules sharing a prefix are tried in orde
 more specific prefix comes first. KEYWORD_RULES have no fixed start: each is a full regex run
 only when its keyword (lower case) occurs in the text.
 
-Redaction looks a rule up by the first two characters of each word (`redact._provider_index`),
+Redaction looks a rule up by the first two characters of each word (`redact._PROVIDER_INDEX`),
 so adding a rule costs nothing on text that does not hold its prefix.
 """
 
