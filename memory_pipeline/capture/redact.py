@@ -91,6 +91,7 @@ import base64
 import hashlib
 import math
 import re
+import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -484,6 +485,16 @@ def _matches_at(
             yield match
 
 
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _lower(text: str) -> str:
+    """Lower case with the same length, so a position in it is one in `text` (`"İ".lower()` is
+    two characters: then only ASCII letters are lowered)."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
 def _find_all(low: str, words: Iterable[str], boundary: bool = False) -> list[int]:
     """Where each word occurs in `low` (at a word start only, with `boundary`)."""
     found = []
@@ -786,7 +797,16 @@ _NAME_HINTS = (
 _Q = r"""['"]?(?P<v>[^\s'"]+)"""
 _COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     (
-        ("login",),
+        (
+            "docker login",
+            "podman login",
+            "nerdctl login",
+            "buildah login",
+            "skopeo login",
+            "registry login",
+            "oras login",
+            "helm login",
+        ),
         re.compile(
             r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm(?:\s+registry)?|oras)\s+login\b"
             r"[^\n]*?\s(?:-p|--password)(?:[ \t]+|=)" + _Q
@@ -801,7 +821,7 @@ _COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     ),
     (("sshpass",), re.compile(r"\bsshpass\s+-p[ \t]*" + _Q)),
     (
-        ("-a", "--auth"),
+        ("--auth", "-a "),
         re.compile(
             r"\b(?:http|https|xh|xhs)\s[^\n]*?(?<!\S)(?:-a|--auth)(?:[ \t]+|=)['\"]?[^\s:'\"]*:"
             r"(?P<v>[^\s'\"@]+)"
@@ -812,7 +832,7 @@ _COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     (("sqlcmd", "bcp", "osql"), re.compile(r"\b(?:sqlcmd|bcp|osql)\b[^\n]*?\s-P[ \t]*" + _Q)),
     (("pass:",), re.compile(r"(?<!\S)-(?:passin|passout|pass|k)[ \t]+pass:(?P<v>\S+)")),
     (
-        ("pass",),
+        ("storepass", "keypass"),
         re.compile(
             r"(?<!\S)-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)"
             r"[ \t]+" + _Q
@@ -830,7 +850,7 @@ _COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     (("mongo",), re.compile(r"\bmongo(?:sh|dump|restore|export|import)?\b[^\n]*?\s-p[ \t]+" + _Q)),
     (("sqlplus",), re.compile(r"\bsqlplus\s+[^\s/@]+/(?P<v>[^\s@]+)@")),
     (
-        ("sudo",),
+        ("sudo -s",),
         re.compile(
             r"\becho[ \t]+(?:-n[ \t]+)?['\"]?(?P<v>[^'\"\s|]+)['\"]?[ \t]*\|[ \t]*sudo\b"
             r"[^\n]*?\s-S\b"
@@ -910,25 +930,28 @@ _XML_RULES = [
 
 
 def _sub_context(text: str, found: Redactions) -> str:
-    low = text.lower()
+    low = _lower(text)
     if "--" in text:
         text, n = _sub_value(_RULES[0], text, _find_all(text, ("--",)))
         found.count(_RULES[0].kind, n)
-        low = text.lower()
+        low = _lower(text)
     if "curl" in low:
         text, n = _sub_value(_RULES[1], text, _find_all(low, ("curl",), boundary=True))
         found.count(_RULES[1].kind, n)
-        low = text.lower()
+        low = _lower(text)
     starts = _assignment_starts(text, low)
     if starts:
         text, n = _sub_value(_RULES[4], text, starts)
         found.count(_RULES[4].kind, n)
-        low = text.lower()
+        low = _lower(text)
     if "password" in low and ("machine" in low or "default" in low):
-        text, n = _sub_value(_RULES[2], text)
+        starts = _find_all(low, ("machine", "default"), boundary=True)
+        text, n = _sub_value(_RULES[2], text, starts)
         found.count(_RULES[2].kind, n)
+        low = _lower(text)
     if "password" in low or "identified" in low:
-        text, n = _sub_value(_RULES[3], text)
+        starts = _find_all(low, ("password", "identified"), boundary=True)
+        text, n = _sub_value(_RULES[3], text, starts)
         found.count(_RULES[3].kind, n)
     if "</" in text or "<add" in low:
         for rule in _XML_RULES:
@@ -980,7 +1003,7 @@ def _prose_value(match: re.Match[str]) -> tuple[str, int, bool] | None:
 
 
 def _sub_prose(text: str, found: Redactions) -> str:
-    low = text.lower()
+    low = _lower(text)
     if not any(hint in low for hint in _PROSE_HINTS):
         return text
     for pattern, password, nouns in (
@@ -988,7 +1011,7 @@ def _sub_prose(text: str, found: Redactions) -> str:
         (_PROSE_WITH_PASSWORD, True, ("with", "using", "use")),
         (_PROSE_SECRET, False, ("api", "token", "secret", "access", "auth", "client", "key")),
     ):
-        starts = _find_all(text.lower(), nouns, boundary=True)
+        starts = _find_all(_lower(text), nouns, boundary=True)
         if not starts:
             continue
         pieces: list[str] = []

@@ -303,3 +303,14 @@ def test_rules_version_follows_the_rules(monkeypatch: pytest.MonkeyPatch) -> Non
         redact_module, "PROVIDER_RULES", [*redact_module.PROVIDER_RULES, ("x", "zz_", "[a-z]{9}")]
     )
     assert redact_module._rules_fingerprint() not in RULES_VERSION
+
+
+def test_a_character_whose_lower_case_is_longer_does_not_hide_what_follows() -> None:
+    # "İ".lower() is two characters: positions found in a lower-cased copy must still hold
+    text = (
+        "İ" * 5
+        + " DB_PASSWORD=Sup3rS3cret9, --token Zx9Yw8Vu7Ts6Rq5P and my sudo password is hunter2x"
+    )
+    out, found = redact(text)
+    assert "Sup3rS3cret9" not in out and "Zx9Yw8Vu7Ts6Rq5P" not in out and "hunter2x" not in out
+    assert out.startswith("İ" * 5) and found.total == 3
