@@ -22,9 +22,10 @@ four layers, each on what the one before left:
      `name => value`, XML `<password>x</password>` and `<add key="Password" value="x"/>`) with
      the name in any style (`DB_PASSWORD`, `clientSecret`, `SecretAccessKey`, `X-Api-Key`,
      `spring.datasource.password`). The name says how sure we are:
-     - a *secret name* ends in password, passwd, pwd, passphrase, sshpass, secret, token,
-       apikey, credential(s), creds, is a key with a secret qualifier (secret key, access key,
-       private key, account key, signing key, key data...), or is `DB_PASS`-like: its value is
+     - a *secret name* ends in password, passwd, pwd, passphrase, passkey, psk, sshpass,
+       secret, token, apikey, credential(s), creds, is a key with a secret qualifier (secret
+       key, access key, private key, account key, signing key, key data...), or is
+       `DB_PASS`-like (`smtp_pass`, `ansible_become_pass`, a bare `pass`): its value is
        redacted when it is a literal of at least REDACT_MIN_SECRET_CHARS characters;
      - any other key name (`PRIMARY_KEY`, `STRIPE_KEY`, a bare `key`), a name ending in auth,
        cookie, session, sid, sig or signature (docker config's `"auth"`, `NPM_AUTH`,
@@ -37,7 +38,8 @@ four layers, each on what the one before left:
      `mysql -pPW`, `sshpass -p`, httpie `--auth`/`-a user:pass`, `redis-cli -a`, `ldapsearch -w`,
      `sqlcmd -P`, `openssl -passin pass:`, `keytool -storepass`, `smbclient -U user%pass`,
      `7z -pPW`, `zip -P`, `mongo -p`, `sqlplus user/pass@db`, `htpasswd -b`, `ssh-keygen -N`,
-     `echo PW | sudo -S`; from REDACT_CLI_MIN_CHARS characters;
+     `net use ... /user:u PW`, `az login -p`, `echo PW | sudo -S`; from REDACT_CLI_MIN_CHARS
+     characters;
    - config files: `.netrc` (`machine h login u password p`, `default login u password p`),
      `.pgpass` lines (`host:port:db:user:password`), SQL `PASSWORD 'x'` / `IDENTIFIED BY 'x'`,
      every value under `data:`/`stringData:` of a Kubernetes `kind: Secret`, kubeconfig
@@ -192,7 +194,7 @@ _BARE_REST = re.compile(r"[^\s\"'`]*")
 _ASSIGNMENT = re.compile(
     r"(?P<q>\\?[\"']?)(?<![\w.\-])"  # a name starts after a quote or a non-name character
     # only names that could be secret ones (see _name_strength) reach the Python judge
-    r"(?P<name>(?=[A-Za-z0-9_.\-]*?(?i:pass|pwd|secret|token|key|sig|auth|cred|session|cookie|sid))"
+    r"(?P<name>(?=[A-Za-z0-9_.\-]*?(?i:pass|pwd|psk|secret|token|key|sig|auth|cred|session|cookie|sid))"
     r"[A-Za-z_][A-Za-z0-9_.\-]*+)"
     r"(?P=q)"
     r"(?P<sp1>[ \t]*)(?P<op>:=|=>|=|:)(?P<sp2>[ \t]*)(?=" + _VALUE + ")"
@@ -215,7 +217,7 @@ _NETRC = re.compile(
 _SQL_PASSWORD = re.compile(r"(?i)\b(?:password|identified\s+by)\s+(?='(?P<v3>[^'\n]+)')")
 
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "pwd", "sshpass")
+_PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "pwd", "sshpass", "psk", "passkey")
 _SECRET_ENDINGS = (
     "secret",
     "token",
@@ -341,7 +343,31 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _MIXED_CASE = re.compile(r"[a-z].*[A-Z]|[A-Z].*[a-z][A-Z]")
 # Words before `_pass` that make it a password (`smtp_pass`), unlike `args_to_pass`.
 _PASS_OWNERS = frozenset(
-    ["db", "user", "admin", "root", "smtp", "mail", "ftp", "ldap", "redis", "mysql", "pg", "proxy"]
+    [
+        "db",
+        "user",
+        "admin",
+        "root",
+        "smtp",
+        "mail",
+        "ftp",
+        "ldap",
+        "redis",
+        "mysql",
+        "pg",
+        "proxy",
+        "become",
+        "sudo",
+        "ssh",
+        "vault",
+        "login",
+        "bind",
+        "master",
+        "service",
+        "wifi",
+        "zip",
+        "auth",
+    ]
 )
 
 
@@ -590,7 +616,10 @@ def _name_strength(name: str) -> Strength | None:
 
 
 def _is_pass_name(name: str, words: list[str]) -> bool:
-    """`DB_PASS`, `smtp_pass`; not `args_to_pass`, `first_pass` or `bypass`."""
+    """`DB_PASS`, `smtp_pass`, a bare `pass` (nodemailer's `auth: {user, pass}`: no language
+    assigns to the keyword); not `args_to_pass`, `first_pass` or `bypass`."""
+    if words == ["pass"]:
+        return True
     if words[-1] != "pass" or len(words) < 2:
         return False
     return name.isupper() or words[-2] in _PASS_OWNERS
@@ -780,6 +809,7 @@ def _sub_providers(text: str, found: Redactions) -> str:
 # --- layer (b): values by their context -------------------------------------------------------
 # Lines that may hold a secret name (the assignment and flag rules only look at those).
 _NAME_HINTS = (
+    "psk",
     "pass",
     "pwd",
     "secret",
@@ -849,6 +879,8 @@ _COMMANDS: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
     (("zip",), re.compile(r"\b(?:zip|unzip)\b[^\n]*?\s-P[ \t]+" + _Q)),
     (("mongo",), re.compile(r"\bmongo(?:sh|dump|restore|export|import)?\b[^\n]*?\s-p[ \t]+" + _Q)),
     (("sqlplus",), re.compile(r"\bsqlplus\s+[^\s/@]+/(?P<v>[^\s@]+)@")),
+    (("net use",), re.compile(r"(?i)\bnet\s+use\b[^\n]*?\s/user:\S+[ \t]+" + _Q)),
+    (("az login",), re.compile(r"\baz\s+login\b[^\n]*?\s-p[ \t]+" + _Q)),
     (
         ("sudo -s",),
         re.compile(
