@@ -46,9 +46,12 @@ four layers, each on what the one before left:
      `token:` and `client-key-data:` (a base64 private key is caught by its decoded header),
      and the signature of a signed URL (`sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
 (d)  **Passwords in prose**: "my sudo password is X", "the wifi password: X", "pw for the db is
-     X", "log in with password X", and "the api key is X" / "my token for the API is X"; a
-     password there is anything but a plain word (a word counts when quoted), a key or token
-     must look random (layer c) or be 32+ hex digits.
+     X", "the admin password was changed to X", "log in with password X", and "the api key is
+     X" / "my token for the API is X"; a password there is anything but a plain word (a word
+     counts when quoted), a key or token must look random (layer c) or be 32+ hex digits. With
+     no verb ("guest / password X") only a value that cannot be a word counts: 8+ characters
+     with a letter, a digit and a symbol, not hex (a UUID), a version or a call
+     (`password VARCHAR(255)`).
 (c)  **Random-looking tokens** with no context: a word of at least REDACT_TOKEN_MIN_CHARS
      letters and digits holding all of upper case, lower case and digits, with a Shannon
      entropy of at least REDACT_TOKEN_MIN_ENTROPY bits per character and no real words in it
@@ -1003,7 +1006,8 @@ def _sub_context(text: str, found: Redactions) -> str:
 
 # --- layer (d): passwords stated in prose -----------------------------------------------------
 _PROSE_TAIL = (
-    r"[ \t]*(?:\bis[ \t]+now\b|\bis\b|\bwas\b|\bset[ \t]+to\b|\bchanged[ \t]+to\b|:|=)[ \t]*"
+    r"[ \t]*(?:\b(?:(?:is|was|has[ \t]+been|have[ \t]+been|got|is[ \t]+now)[ \t]+)?"
+    r"(?:changed|set|reset|updated|rotated)[ \t]+to\b|\bis[ \t]+now\b|\bis\b|\bwas\b|:|=)[ \t]*"
     r"""(?:["'`](?P<q>[^"'`\n]{1,200})["'`]|(?P<v>[^\s"'`]+))"""
 )
 _PROSE_QUALIFIER = (
@@ -1017,6 +1021,12 @@ _PROSE_WITH_PASSWORD = re.compile(
     r"(?i)\b(?:with|using|use)[ \t]+(?:the[ \t]+)?(?:password|passphrase|pw)[ \t]+"
     r"""(?:["'`](?P<q>[^"'`\n]{1,200})["'`]|(?P<v>[^\s"'`]+))"""
 )
+# "password X" with no verb: only a value that cannot be a word (`QHvyVW89-NfoMVvqC`).
+_PROSE_BARE = re.compile(
+    r"(?i)\b(?:password|passwd|passphrase|pw)[ \t]+(?P<q>(?!))?(?P<v>[^\s\"'`]+)"
+)
+_PASSWORD_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9])(?=.*[!@#$%^&*~+=?-])\S{8,}")
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[-+][\w.]+)?")
 _PROSE_SECRET = re.compile(
     r"(?i)\b(?:api[ _-]?key|token|secret|access[ _-]?key|auth[ _-]?token|client[ _-]?secret"
     r"|key)\b" + _PROSE_QUALIFIER + _PROSE_TAIL
@@ -1038,9 +1048,11 @@ def _sub_prose(text: str, found: Redactions) -> str:
     low = _lower(text)
     if not any(hint in low for hint in _PROSE_HINTS):
         return text
+    password: bool | None  # None: a password with no verb before it
     for pattern, password, nouns in (
         (_PROSE_PASSWORD, True, ("pass", "pw")),
         (_PROSE_WITH_PASSWORD, True, ("with", "using", "use")),
+        (_PROSE_BARE, None, ("pass", "pw")),
         (_PROSE_SECRET, False, ("api", "token", "secret", "access", "auth", "client", "key")),
     ):
         starts = _find_all(_lower(text), nouns, boundary=True)
@@ -1053,14 +1065,20 @@ def _sub_prose(text: str, found: Redactions) -> str:
             if got is None or got[1] < done:
                 continue
             value, start, quoted = got
-            if not _is_prose_secret(value, quoted, password):
+            if password is None:  # no verb: only what cannot be a word
+                if (
+                    not _PASSWORD_LIKE.fullmatch(value)
+                    or _HEXLIKE.fullmatch(value)
+                    or _VERSION.fullmatch(value)
+                    or not _is_prose_secret(value, False, True)
+                ):
+                    continue
+            elif not _is_prose_secret(value, quoted, password):
                 continue
-            pieces += [
-                text[done:start],
-                f"{_MARK}{'prose_password' if password else 'prose_secret'}]",
-            ]
+            kind = "prose_secret" if password is False else "prose_password"
+            pieces += [text[done:start], f"{_MARK}{kind}]"]
             done = start + len(value)
-            found.count("prose_password" if password else "prose_secret")
+            found.count(kind)
         if pieces:
             text = "".join([*pieces, text[done:]])
     return text
@@ -1190,7 +1208,16 @@ def _rules_fingerprint() -> str:
     parts += [f"{k}|{p.pattern}|{g}" for k, p, g in _SHAPES]
     parts += [f"{r.kind}|{r.pattern.pattern}" for r in (*_RULES, *_XML_RULES)]
     parts += [p.pattern for _, p in _COMMANDS]
-    patterns = (_URL_SIGNATURE, _PGPASS, _K8S_DATA, _K8S_ITEM, _PROSE_PASSWORD, _PROSE_SECRET)
+    patterns = (
+        _URL_SIGNATURE,
+        _PGPASS,
+        _K8S_DATA,
+        _K8S_ITEM,
+        _PROSE_PASSWORD,
+        _PROSE_SECRET,
+        _PROSE_BARE,
+        _PASSWORD_LIKE,
+    )
     parts += [p.pattern for p in patterns]
     parts += [f"{n}={getattr(tuning, n)}" for n in sorted(dir(tuning)) if n.startswith("REDACT_")]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
