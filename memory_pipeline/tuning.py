@@ -23,6 +23,21 @@ DERIVED_TITLE_MAX_CHARS = 80
 REDACT_MIN_SECRET_CHARS = 6
 REDACT_RANDOM_MIN_CHARS = 16
 REDACT_RANDOM_MIN_RUN = 12
+# Redaction layers (capture/redact.py).
+# A value on a command line whose flag or position says it is a password (`mysql -pPW`,
+# `sshpass -p PW`, `docker login -p PW`, `.pgpass`, a Kubernetes Secret's data) is redacted from
+# this length on: the context is sure, so shorter ones than REDACT_MIN_SECRET_CHARS count.
+REDACT_CLI_MIN_CHARS = 4
+# Layer (c), a random-looking token with no context: at least this many letters and digits, all
+# three of upper case, lower case and digits, a Shannon entropy of at least
+# REDACT_TOKEN_MIN_ENTROPY bits per character, and words no longer than
+# REDACT_TOKEN_MAX_WORD_MEAN characters on average (split at case and digit changes: a random
+# 32-character base62 token averages 1.9, `AbstractSingletonProxyFactoryBean` 6.6,
+# `getUserProfileByIdV2Cache` 3.1). 99% of random 24-character base62 tokens are caught, nearly
+# all from 32 characters on.
+REDACT_TOKEN_MIN_CHARS = 24
+REDACT_TOKEN_MIN_ENTROPY = 3.5
+REDACT_TOKEN_MAX_WORD_MEAN = 3.0
 # The capture store (capture/store.py) writes native context and evidence as JSONB: values nested
 # deeper than this are stored as a placeholder string, so no input can exhaust the stack there.
 CAPTURE_JSON_MAX_DEPTH = 32

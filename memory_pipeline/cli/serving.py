@@ -237,10 +237,29 @@ def evaluate_retrieval(
             "gold set: the demo corpus's.",
         ),
     ] = None,
+    secrets: Annotated[
+        bool,
+        typer.Option(
+            "--secrets",
+            help="Instead: recall and false-positive rate of secret redaction on a labelled set "
+            "(no database needed); exits 1 when a target is missed.",
+        ),
+    ] = False,
+    secrets_set: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --secrets: a folder of JSON Lines files or one file; default: "
+            "evaluation/secrets/.",
+        ),
+    ] = None,
 ) -> None:
     """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
     evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages; then
-    precision and recall of discovered relationships per edge type."""
+    precision and recall of discovered relationships per edge type. With --secrets: recall and
+    false positives of redaction instead."""
+    if secrets:
+        _evaluate_secrets(secrets_set, json_output)
+        return
     from serving.db import connect_reader, reader_errors
     from serving.evaluation import evaluate, load_gold, report_table
     from serving.search import QueryEmbedder
@@ -264,3 +283,34 @@ def evaluate_retrieval(
         with reader_errors(), connect_reader() as conn:
             scores = rel.evaluate(conn, rel.load_gold(relationships_gold))
         typer.echo("\n" + rel.report_table(scores))
+
+
+def _evaluate_secrets(path: Path | None, json_output: bool) -> None:
+    import json
+
+    from memory_pipeline.capture import secret_eval
+
+    path = path or secret_eval.DEFAULT_SET
+    try:
+        rows = secret_eval.load_rows(path)
+    except (OSError, secret_eval.SetError) as exc:
+        raise UserError(f"cannot read the secrets set: {exc}") from exc
+    result = secret_eval.evaluate(rows)
+    if json_output:
+        report = {
+            "secrets": result.secrets,
+            "caught": result.caught,
+            "kinds": len(result.kinds),
+            "recall": result.recall,
+            "near_misses": result.near_misses,
+            "changed": result.changed,
+            "false_positive_rate": result.false_positive_rate,
+            "missed": dict(result.missed),
+            "false_positives": dict(result.false_positives),
+            "meets_targets": result.meets_targets,
+        }
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        typer.echo(secret_eval.report(result, path))
+    if not result.meets_targets:
+        raise typer.Exit(1)
