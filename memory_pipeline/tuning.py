@@ -600,7 +600,5 @@ RELATIONSHIP_EVIDENCE_CHARS = 300
 PACK_MAX_FLAGS = 2
 
 # --- forget (memory_pipeline/forget, cli/forget.py) --------------------------------------------
-# `forget --query` selects at most this many search results (shown, then asked about).
-FORGET_QUERY_MATCHES = 20
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
