@@ -98,7 +98,7 @@ def forget(
         with connect(urls.app, autocommit=True) as conn:
             if selector.query is not None:
                 _query_matches(conn, selector)
-                if not (selector.query_matches or selector.query_turns) and selector.empty:
+                if selector.empty:
                     say("the query matched nothing; nothing was forgotten")
                     return
                 if not (yes or dry_run) and not _confirm(selector):
@@ -138,15 +138,19 @@ def _query_matches(conn, selector) -> None:  # type: ignore[no-untyped-def]
     found = query_matches(conn, selector.query, selector.include_private)
     selector.query_matches = [m.id for m in found if m.kind == "memory"]
     selector.query_turns = [m.id for m in found if m.kind == "turn"]
+    selector.query_tasks = [m.id for m in found if m.kind == "task"]
+    tasks = f", and {len(selector.query_tasks)} task titles" if selector.query_tasks else ""
     typer.echo(
-        f"{len(selector.query_matches)} memories and {len(selector.query_turns)} turns hold"
-        f" {selector.query!r}:"
+        f"{len(selector.query_matches)} memories and {len(selector.query_turns)} turns{tasks}"
+        f" hold {selector.query!r}:"
     )
     for m in found:
         if m.kind == "memory":
             typer.echo(f"  memory {m.id}  {m.label:<18} {m.title[:80]}")
-        else:
+        elif m.kind == "turn":
             typer.echo(f"  turn   {m.id}  {m.label}  {m.title[:60]}")
+        else:
+            typer.echo(f"  task   {m.id}  {m.label}  (its title; the whole task goes)")
         typer.echo(f"      {m.snippet}")
 
 
@@ -154,7 +158,9 @@ def _confirm(selector) -> bool:  # type: ignore[no-untyped-def]
     try:
         return typer.confirm(
             f"Forget these {len(selector.query_matches)} memories and"
-            f" {len(selector.query_turns)} turns, and everything that rests only on them?",
+            f" {len(selector.query_turns)} turns"
+            + (f" and {len(selector.query_tasks)} tasks" if selector.query_tasks else "")
+            + ", and everything that rests only on them?",
             default=False,
         )
     except typer.Abort:

@@ -8,9 +8,10 @@ it was never captured (an excluded or not yet captured one stays out for good).
 holds the query (`QUERY_RULE`): case-insensitive, the query's words in that order with any
 whitespace between them, as whole words (not inside a longer word: `quill` does not match
 `quillfeather`). A memory's text is its title, content, summary, encoding context, tags, every
-string in its metadata and its passages; a turn's text is its prompt and its outcome. Private
-memories and turns of private tasks match only with `--include-private`. Matches are shown with
-the text around them, and forgotten only after a yes.
+string in its metadata and its passages; a turn's text is its prompt and its outcome; a captured
+task's is its title (often its first prompt): a task whose title holds the query goes whole.
+Private memories and private tasks' turns and titles match only with `--include-private`.
+Matches are shown with the text around them, and forgotten only after a yes.
 
 `--with-evidence`: a selected memory's evidence goes too: the turns it rests on
 (memory_provenance) and the topic segment memories those came from (which take their turns).
@@ -34,7 +35,8 @@ TASK_SOURCES = ("codex", "claude_code", "chat_import")
 QUERY_RULE = (
     "case-insensitive; the query's words in that order, any whitespace between them, as whole"
     " words (never inside a longer word); in a memory's title, content, summary, tags, metadata"
-    " and passages, and in a turn's prompt and outcome"
+    " and passages, in a turn's prompt and outcome, and in a captured task's title (the whole"
+    " task goes)"
 )
 
 
@@ -49,6 +51,7 @@ class Selector(BaseModel):
     # confirmed them).
     query_matches: list[UUID] = Field(default_factory=list)
     query_turns: list[UUID] = Field(default_factory=list)
+    query_tasks: list[UUID] = Field(default_factory=list)
     include_private: bool = False
     with_evidence: bool = False
 
@@ -62,6 +65,7 @@ class Selector(BaseModel):
             or self.until
             or self.query_matches
             or self.query_turns
+            or self.query_tasks
         )
 
     def audit(self, key: bytes) -> dict[str, Any]:
@@ -83,6 +87,7 @@ class Selector(BaseModel):
             out["query_hmac_sha256"] = query_hmac(key, self.query)
             out["query_matches"] = len(self.query_matches)
             out["query_turns"] = len(self.query_turns)
+            out["query_tasks"] = len(self.query_tasks)
         if self.include_private:
             out["include_private"] = True
         if self.with_evidence:
@@ -121,7 +126,7 @@ def python_regex(query: str) -> re.Pattern[str]:
 
 
 class QueryMatch(BaseModel):
-    kind: str  # "memory" or "turn"
+    kind: str  # "memory", "turn" or "task"
     id: UUID
     label: str  # a memory's type, a turn's task and ordinal
     title: str
@@ -150,6 +155,12 @@ FROM agent_turns t JOIN captured_tasks k ON k.id = t.task_id
 WHERE (%(private)s OR NOT k.private) AND (t.prompt{c} ~* %(re)s OR t.outcome{c} ~* %(re)s)
 ORDER BY k.started_at, k.id, t.ordinal
 """
+_TASK_MATCHES = """
+SELECT k.id, k.source || ':' || k.native_id, coalesce(k.title, ''), coalesce(k.title, '')
+FROM captured_tasks k
+WHERE (%(private)s OR NOT k.private) AND coalesce(k.title, ''){c} ~* %(re)s
+ORDER BY k.started_at, k.id
+"""
 # Case-insensitive matching of every letter, not only ASCII ones, whatever the database's
 # locale: PostgreSQL 17's built-in C.UTF-8 collation; an older server uses the database's own.
 _UNICODE_COLLATION = "pg_c_utf8"
@@ -166,7 +177,8 @@ def query_matches(
     ).fetchone()
     collate = f' COLLATE "{_UNICODE_COLLATION}"' if unicode else ""
     out: list[QueryMatch] = []
-    for kind, statement in (("memory", _MEMORY_MATCHES), ("turn", _TURN_MATCHES)):
+    statements = (("memory", _MEMORY_MATCHES), ("turn", _TURN_MATCHES), ("task", _TASK_MATCHES))
+    for kind, statement in statements:
         for row in conn.execute(statement.format(c=collate), params):  # type: ignore[arg-type]
             out.append(
                 QueryMatch(
@@ -225,6 +237,12 @@ def seed(conn: psycopg.Connection, selector: Selector) -> list[str]:
             "INSERT INTO forget_t SELECT id FROM agent_turns WHERE id = ANY(%s::uuid[])"
             " ON CONFLICT DO NOTHING",
             [[str(t) for t in selector.query_turns]],
+        )
+    if selector.query_tasks:
+        conn.execute(
+            "INSERT INTO forget_k SELECT id FROM captured_tasks WHERE id = ANY(%s::uuid[])"
+            " ON CONFLICT DO NOTHING",
+            [[str(t) for t in selector.query_tasks]],
         )
     if selector.with_evidence:
         add_evidence(conn)

@@ -190,3 +190,18 @@ def test_a_dream_synthesis_quoting_a_forgotten_memory_goes_with_its_draft(
         " + (SELECT count(*) FROM dream_cycle_runs WHERE digest ILIKE '%because it is fast%')"
     ).fetchone()[0]  # type: ignore[index]
     assert holding == 0
+
+
+def test_a_task_whose_title_holds_the_query_goes_whole(conn: psycopg.Connection, env: None) -> None:
+    named = add_task(conn, "cache", "chat-named", turns=2)
+    conn.execute(
+        "UPDATE captured_tasks SET title = %s WHERE id = %s", [f"the {WORD} chat", named.id]
+    )
+    other = add_task(conn, "cache", "chat-other", turns=2)
+
+    done = run("--query", WORD, "--yes")
+    assert done.exit_code == 0, done.output
+    assert "0 memories and 0 turns, and 1 task titles hold" in done.stdout
+    assert "(its title; the whole task goes)" in done.stdout
+    assert ids(conn, "captured_tasks") == {other.id}
+    assert ids(conn, "agent_turns") == set(other.turn_ids)
