@@ -109,6 +109,11 @@ def forget(
 
             report = run_forget(conn, selector, dry_run=dry_run)
         _print_report(report)
+        if selector.query is not None and not dry_run:
+            from memory_pipeline.forget.wipe import files_holding
+
+            for path in files_holding(settings.memory_home, selector.query):
+                say(f"{path} still holds {selector.query!r}: forget does not own it; delete it")
         if dry_run:
             return
     if purge_backups:

@@ -27,10 +27,13 @@ EXECUTE on pg_switch_wal): each step that fails is reported with the SQL an admi
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
 from pydantic import BaseModel, Field
+
+from memory_pipeline.forget.select import python_regex
 
 # Tables whose rows hold the text of memories and turns (or lexemes of it), rewritten after
 # every forget whether or not rows of theirs were counted: updated in place (memories,
@@ -97,3 +100,26 @@ def _step(conn: psycopg.Connection, report: WipeReport, statement: sql.Composabl
         report.failures.append(f"{text}: {reason}")
         return False
     return True
+
+
+# Under MEMORY_HOME, not scanned for a forgotten query: the embedded server's files (the WAL is
+# described above), the encrypted backups (`--purge-backups`) and the keyword index (rebuilt).
+UNSCANNED = ("pgdata", "backups", "keyword-index")
+
+
+def files_holding(home: Path, query: str) -> list[Path]:
+    """Files under MEMORY_HOME (but UNSCANNED) whose text still holds the query after a forget:
+    logs or files another program wrote there, which forget does not own; the user is told."""
+    pattern = python_regex(query)
+    found = []
+    for path in sorted(home.rglob("*")):
+        parts = path.relative_to(home).parts
+        if parts[0] in UNSCANNED or not path.is_file() or path.is_symlink():
+            continue
+        try:
+            text = path.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            found.append(path)
+    return found

@@ -5,6 +5,10 @@ memory and a surviving one goes, with its candidate draft and its passages."""
 
 from __future__ import annotations
 
+import os
+import uuid
+from pathlib import Path
+
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
@@ -205,3 +209,18 @@ def test_a_task_whose_title_holds_the_query_goes_whole(conn: psycopg.Connection,
     assert "(its title; the whole task goes)" in done.stdout
     assert ids(conn, "captured_tasks") == {other.id}
     assert ids(conn, "agent_turns") == set(other.turn_ids)
+
+
+def test_a_file_under_memory_home_that_still_holds_the_query_is_named(
+    conn: psycopg.Connection, env: None
+) -> None:
+    add_memory(conn, "t", f"the {WORD} plan")
+    stray = Path(os.environ["MEMORY_HOME"]) / "logs" / f"stray-{uuid.uuid4().hex}.log"
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_text(f"someone pasted the {WORD.upper()} plan here\n")
+    try:
+        done = run("--query", WORD, "--yes")
+        assert done.exit_code == 0, done.output
+        assert f"{stray} still holds '{WORD}'" in done.stderr
+    finally:
+        stray.unlink()
