@@ -141,6 +141,7 @@ def forget(
             conn, audit_id, counts, len(report.memories), closure.turns, closure.tasks
         )
         report.counts = dict(sorted(counts.items()))
+        touched = wipe.touched_tables(conn, counts)
         if dry_run:
             raise psycopg.Rollback(tx)
         report.audit_id = audit_id
@@ -151,5 +152,5 @@ def forget(
         # segments until they are merged).
         rebuild_keyword_index(conn, home)
         if conn.autocommit:
-            report.wiped = wipe.wipe(conn, wipe.touched_tables(conn, report.counts))
+            report.wiped = wipe.wipe(conn, touched)
     return report

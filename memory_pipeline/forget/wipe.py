@@ -35,22 +35,6 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline.forget.select import python_regex
 
-# Tables whose rows hold the text of memories and turns (or lexemes of it), rewritten after
-# every forget whether or not rows of theirs were counted: updated in place (memories,
-# dream_cycle_runs), maintained by triggers (passage_postings) or refreshed (BM25 statistics).
-TEXT_TABLES = (
-    "memories",
-    "memory_passages",
-    "passage_postings",
-    "agent_turns",
-    "captured_tasks",
-    "capture_skips",
-    "dream_cycle_runs",
-    "dream_cycle_candidates",
-    "search_term_stats",
-    "passage_term_stats",
-)
-
 
 class WipeReport(BaseModel):
     tables: list[str] = Field(default_factory=list)
@@ -60,13 +44,17 @@ class WipeReport(BaseModel):
 
 
 def touched_tables(conn: psycopg.Connection, counts: dict[str, int]) -> list[str]:
-    """The public tables to rewrite: every table a row was deleted or unlinked in, and
-    TEXT_TABLES (those that exist)."""
-    names = {key.split(" (", 1)[0] for key in counts} | set(TEXT_TABLES)
+    """Inside the forget's transaction: the public tables it deleted, updated or inserted rows
+    of, whoever did it (the cascade, a trigger such as the passage postings' or a briefing's, an
+    unlink, the BM25 statistics' refresh, whose old statistics must go too), from the
+    transaction's own statistics (pg_stat_xact_user_tables), with every table the cascade
+    counted."""
     rows = conn.execute(
-        "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace"
-        " AND relkind IN ('r', 'm') AND relname = ANY(%s) ORDER BY relname",
-        [sorted(names)],
+        "SELECT relname FROM pg_stat_xact_user_tables WHERE schemaname = 'public'"
+        " AND n_tup_del + n_tup_upd + n_tup_ins > 0"
+        " UNION SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+        " AND relkind IN ('r', 'm') AND relname = ANY(%s) ORDER BY 1",
+        [sorted({key.split(" (", 1)[0].split(".", 1)[0] for key in counts})],
     ).fetchall()
     return [r[0] for r in rows]
 

@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 from typer.testing import CliRunner, Result
 
 from memory_pipeline.cli import app
+from memory_pipeline.db.embedded import EmbeddedServer
 from memory_pipeline.forget.select import python_regex, query_matches
 from memory_pipeline_tests.forget.data import add_task, passages, provenance
 from memory_pipeline_tests.support.memories import add_memory
@@ -224,3 +225,38 @@ def test_a_file_under_memory_home_that_still_holds_the_query_is_named(
         assert f"{stray} still holds '{WORD}'" in done.stderr
     finally:
         stray.unlink()
+
+
+def test_rows_a_trigger_deleted_leave_no_bytes_in_the_relation_files(
+    conn: psycopg.Connection, db_url: str, pg_server: EmbeddedServer, env: None
+) -> None:
+    """A later stage's table, cleaned by its own trigger when a memory goes (as briefing items
+    are): the forget never counted those rows, and their dead tuples still go from the disk."""
+    conn.execute("CREATE TABLE later_quotes (memory_id uuid NOT NULL, quote text NOT NULL)")
+    conn.execute(
+        "CREATE FUNCTION later_quotes_gone() RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN DELETE FROM later_quotes WHERE memory_id = OLD.id; RETURN OLD; END $$"
+    )
+    conn.execute(
+        "CREATE TRIGGER later_quotes_gone AFTER DELETE ON memories"
+        " FOR EACH ROW EXECUTE FUNCTION later_quotes_gone()"
+    )
+    gone = add_memory(conn, "t", "x")
+    kept = add_memory(conn, "t", "y")
+    conn.execute(
+        "INSERT INTO later_quotes SELECT %s::uuid, 'quoted: ' || %s || ' ' || g"
+        " FROM generate_series(1, 50) g"
+        " UNION ALL SELECT %s::uuid, 'kept quote ' || g FROM generate_series(1, 50) g",
+        [gone, WORD, kept],
+    )
+    oid = conn.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()
+    base = pg_server.pgdata / "base" / str(oid[0])  # type: ignore[index]
+    conn.execute("CHECKPOINT")
+    needle = WORD.encode()
+    assert any(needle in f.read_bytes() for f in base.iterdir() if f.is_file())
+
+    done = run(gone, "--yes")
+    assert done.exit_code == 0, done.output
+    assert "could not run" not in done.stderr
+    assert conn.execute("SELECT count(*) FROM later_quotes").fetchone() == (50,)
+    assert [f.name for f in base.iterdir() if f.is_file() and needle in f.read_bytes()] == []
