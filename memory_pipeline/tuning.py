@@ -602,3 +602,8 @@ PACK_MAX_FLAGS = 2
 # --- forget (memory_pipeline/forget, cli/forget.py) --------------------------------------------
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
+
+# --- issue 31: forget is exact and complete (memory_pipeline/forget/wipe.py) ----------------------
+# The wipe after a forget waits at most this long for each table's exclusive lock (VACUUM FULL);
+# a table a long pipeline transaction holds is reported with the statement to run later.
+FORGET_WIPE_LOCK_TIMEOUT_S = 30

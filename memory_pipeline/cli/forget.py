@@ -34,7 +34,7 @@ def forget(
     query: Annotated[
         str | None,
         typer.Option(
-            help=f"The memories and turns whose text holds this, literally ({QUERY_RULE});"
+            help=f"The memories, turns and tasks whose text holds this, literally ({QUERY_RULE});"
             " each is shown with the text around the match, then asked."
         ),
     ] = None,
@@ -62,11 +62,14 @@ def forget(
     ] = False,
     include_private: Annotated[
         bool,
-        typer.Option("--include-private", help="Let --query match private-tier memories too."),
+        typer.Option(
+            "--include-private", help="Let --query match private-tier memories and tasks too."
+        ),
     ] = False,
 ) -> None:
-    """Forget memories, tasks, a project or a time range: the cascade, tombstones so capture
-    never brings them back, and an audit entry without the forgotten content."""
+    """Forget memories, tasks, a project, a time range or what holds a phrase: the cascade,
+    tombstones so capture never brings them back, an audit entry without the forgotten
+    content, and the touched tables rewritten so the text leaves the database's files."""
     from memory_pipeline.db import ensure_ready
     from memory_pipeline.db.connection import connect
     from memory_pipeline.forget.select import Selector, parse_task

@@ -244,8 +244,6 @@ def seed(conn: psycopg.Connection, selector: Selector) -> list[str]:
             " ON CONFLICT DO NOTHING",
             [[str(t) for t in selector.query_tasks]],
         )
-    if selector.with_evidence:
-        add_evidence(conn)
     for source, native_id in selector.tasks:
         conn.execute(
             "INSERT INTO forget_k SELECT id FROM captured_tasks WHERE source = %s"
@@ -269,6 +267,8 @@ def seed(conn: psycopg.Connection, selector: Selector) -> list[str]:
             + " ON CONFLICT DO NOTHING",
             params,
         )
+    if selector.with_evidence:
+        add_evidence(conn)
     return missing
 
 

@@ -33,6 +33,7 @@ import psycopg
 from psycopg import sql
 from pydantic import BaseModel, Field
 
+from memory_pipeline import tuning
 from memory_pipeline.forget.select import python_regex
 
 
@@ -64,6 +65,11 @@ def wipe(conn: psycopg.Connection, tables: list[str]) -> WipeReport:
     (the forget itself has committed)."""
     start = time.monotonic()
     report = WipeReport(tables=tables)
+    conn.execute(
+        sql.SQL("SET lock_timeout = {}").format(
+            sql.Literal(f"{tuning.FORGET_WIPE_LOCK_TIMEOUT_S}s")
+        )
+    )
     for table in tables:
         _step(
             conn,
@@ -75,6 +81,7 @@ def wipe(conn: psycopg.Connection, tables: list[str]) -> WipeReport:
         report.wal_switched = _step(conn, report, sql.SQL("SELECT pg_switch_wal()"))
         if report.wal_switched:
             _step(conn, report, sql.SQL("CHECKPOINT"))
+    conn.execute("RESET lock_timeout")
     report.seconds = time.monotonic() - start
     return report
 
