@@ -108,6 +108,11 @@ def query_regex(query: str) -> str:
     words = query.split()
     if not words:
         raise UserError("--query is empty")
+    bad = next((ch for ch in query if ch == "\0" or "\ud800" <= ch <= "\udfff"), None)
+    if bad is not None:
+        raise UserError(
+            f"--query holds the character {bad!r}, which no stored text can hold; leave it out"
+        )
     # Every character that is not a letter or digit is escaped: in an ARE a backslash before a
     # non-alphanumeric character makes it literal (a backslash before a letter would not).
     body = r"\s+".join("".join(ch if ch.isalnum() else "\\" + ch for ch in word) for word in words)

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 from typer.testing import CliRunner, Result
 
 from memory_pipeline.cli import app
 from memory_pipeline.db.embedded import EmbeddedServer
+from memory_pipeline.errors import UserError
 from memory_pipeline.forget.select import python_regex, query_matches
 from memory_pipeline_tests.forget.data import add_task, passages, provenance
 from memory_pipeline_tests.support.memories import add_memory
@@ -260,3 +263,28 @@ def test_rows_a_trigger_deleted_leave_no_bytes_in_the_relation_files(
     assert "could not run" not in done.stderr
     assert conn.execute("SELECT count(*) FROM later_quotes").fetchone() == (50,)
     assert [f.name for f in base.iterdir() if f.is_file() and needle in f.read_bytes()] == []
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(min_size=1, max_size=24))
+def test_any_query_finds_its_own_words_or_is_refused_in_one_line(
+    conn: psycopg.Connection, query: str
+) -> None:
+    """Whatever the user types: regex characters are literal (a text holding the query's words
+    is found), and what no text can hold (NUL, a lone surrogate) is one line, never a crash."""
+    words = query.split()
+    try:
+        python_regex(query) if words else None
+        found = query_matches(conn, query)
+    except UserError as exc:
+        assert "\n" not in str(exc)
+        assert not words or any(ch == "\0" or "\ud800" <= ch <= "\udfff" for ch in query)
+        return
+    assert found == []  # nothing holds it yet
+    memory = add_memory(conn, "t", f"before {' '.join(words)} after")
+    try:
+        assert memory in {str(m.id) for m in query_matches(conn, query)}
+    finally:
+        conn.execute("DELETE FROM memories WHERE id = %s", [memory])
