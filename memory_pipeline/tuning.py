@@ -615,10 +615,11 @@ RELATIONSHIP_EVIDENCE_CHARS = 300
 PACK_MAX_FLAGS = 2
 
 # --- forget (memory_pipeline/forget, cli/forget.py) --------------------------------------------
-# `forget --query` selects at most this many search results (shown, then asked about).
-FORGET_QUERY_MATCHES = 20
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
+# The wipe after a forget waits at most this long for each table's exclusive lock (VACUUM FULL);
+# a table a long pipeline transaction holds is reported with the statement to run later.
+FORGET_WIPE_LOCK_TIMEOUT_S = 30
 
 # --- retrieval: channels, fusion, rerank, context packs (serving/search, serving/context_pack) ---
 # Channel sizes, fusion, the utility rerank, result shaping, context packs and limits. Both the

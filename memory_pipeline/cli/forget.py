@@ -12,9 +12,9 @@ import typer
 
 from memory_pipeline.cli.app import app, say
 from memory_pipeline.errors import UserError
+from memory_pipeline.forget.select import QUERY_RULE
 from memory_pipeline.settings import Settings
 from memory_pipeline.tuning import FORGET_LISTED_MEMORIES as LISTED
-from memory_pipeline.tuning import FORGET_QUERY_MATCHES as QUERY_MATCHES
 
 
 @app.command()
@@ -33,8 +33,19 @@ def forget(
     until: Annotated[datetime | None, typer.Option(help="Memories created before this.")] = None,
     query: Annotated[
         str | None,
-        typer.Option(help="The memories search returns for this; shown, then asked."),
+        typer.Option(
+            help=f"The memories, turns and tasks whose text holds this, literally ({QUERY_RULE});"
+            " each is shown with the text around the match, then asked."
+        ),
     ] = None,
+    with_evidence: Annotated[
+        bool,
+        typer.Option(
+            "--with-evidence",
+            help="Also forget the selected memories' evidence: the turns they rest on and"
+            " those turns' topic segment memories (which hold the same text).",
+        ),
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask before forgetting.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List everything that would go; change nothing.")
@@ -51,11 +62,14 @@ def forget(
     ] = False,
     include_private: Annotated[
         bool,
-        typer.Option("--include-private", help="Let --query match private-tier memories too."),
+        typer.Option(
+            "--include-private", help="Let --query match private-tier memories and tasks too."
+        ),
     ] = False,
 ) -> None:
-    """Forget memories, tasks, a project or a time range: the cascade, tombstones so capture
-    never brings them back, and an audit entry without the forgotten content."""
+    """Forget memories, tasks, a project, a time range or what holds a phrase: the cascade,
+    tombstones so capture never brings them back, an audit entry without the forgotten
+    content, and the touched tables rewritten so the text leaves the database's files."""
     from memory_pipeline.db import ensure_ready
     from memory_pipeline.db.connection import connect
     from memory_pipeline.forget.select import Selector, parse_task
@@ -72,6 +86,7 @@ def forget(
         until=until,
         query=query.strip() if query is not None else None,
         include_private=include_private,
+        with_evidence=with_evidence,
     )
     if selector.query is not None and not selector.query:
         raise UserError("--query is empty")
@@ -85,11 +100,11 @@ def forget(
     if not nothing_selected:
         with connect(urls.app, autocommit=True) as conn:
             if selector.query is not None:
-                selector.query_matches = _query_matches(conn, selector, settings)
-                if not selector.query_matches and selector.empty:
+                _query_matches(conn, selector)
+                if selector.empty:
                     say("the query matched nothing; nothing was forgotten")
                     return
-                if not (yes or dry_run) and not _confirm(len(selector.query_matches)):
+                if not (yes or dry_run) and not _confirm(selector):
                     raise UserError(
                         "not confirmed, nothing was forgotten; --yes skips the question"
                     )
@@ -97,6 +112,11 @@ def forget(
 
             report = run_forget(conn, selector, dry_run=dry_run)
         _print_report(report)
+        if selector.query is not None and not dry_run:
+            from memory_pipeline.forget.wipe import files_holding
+
+            for path in files_holding(settings.memory_home, selector.query):
+                say(f"{path} still holds {selector.query!r}: forget does not own it; delete it")
         if dry_run:
             return
     if purge_backups:
@@ -119,30 +139,37 @@ def _memory_id(value: str) -> object:
         ) from None
 
 
-def _query_matches(conn, selector, settings) -> list:  # type: ignore[no-untyped-def]
-    """Run the query as search does and show what it found."""
-    from serving.models import SearchFilters
-    from serving.search import QueryEmbedder, search
+def _query_matches(conn, selector) -> None:  # type: ignore[no-untyped-def]
+    """The memories and turns that literally hold the query, shown with the text around it."""
+    from memory_pipeline.forget.select import query_matches
 
-    response = search(
-        conn,
-        selector.query,
-        embedder=QueryEmbedder(settings.ollama_host),
-        limit=QUERY_MATCHES,
-        filters=SearchFilters(include_private=selector.include_private),
-        temporal_context=False,
+    found = query_matches(conn, selector.query, selector.include_private)
+    selector.query_matches = [m.id for m in found if m.kind == "memory"]
+    selector.query_turns = [m.id for m in found if m.kind == "turn"]
+    selector.query_tasks = [m.id for m in found if m.kind == "task"]
+    tasks = f", and {len(selector.query_tasks)} task titles" if selector.query_tasks else ""
+    typer.echo(
+        f"{len(selector.query_matches)} memories and {len(selector.query_turns)} turns{tasks}"
+        f" hold {selector.query!r}:"
     )
-    hits = [h for h in response.results if not h.temporal_context]
-    typer.echo(f"{len(hits)} memories match {selector.query!r}:")
-    for hit in hits:
-        typer.echo(f"  {hit.id}  {hit.type:<18} {hit.title[:90]}")
-    return [h.id for h in hits]
+    for m in found:
+        if m.kind == "memory":
+            typer.echo(f"  memory {m.id}  {m.label:<18} {m.title[:80]}")
+        elif m.kind == "turn":
+            typer.echo(f"  turn   {m.id}  {m.label}  {m.title[:60]}")
+        else:
+            typer.echo(f"  task   {m.id}  {m.label}  (its title; the whole task goes)")
+        typer.echo(f"      {m.snippet}")
 
 
-def _confirm(n: int) -> bool:
+def _confirm(selector) -> bool:  # type: ignore[no-untyped-def]
     try:
         return typer.confirm(
-            f"Forget these {n} memories and everything that rests only on them?", default=False
+            f"Forget these {len(selector.query_matches)} memories and"
+            f" {len(selector.query_turns)} turns"
+            + (f" and {len(selector.query_tasks)} tasks" if selector.query_tasks else "")
+            + ", and everything that rests only on them?",
+            default=False,
         )
     except typer.Abort:
         return False
@@ -164,13 +191,35 @@ def _print_report(report) -> None:  # type: ignore[no-untyped-def]
     for t in report.tasks:
         state = "" if t.captured else " (not captured; tombstoned so it never is)"
         typer.echo(f"  task {t.source}:{t.native_id}  {(t.title or '')[:80]}{state}")
+    for turn in report.turn_list[:LISTED]:
+        typer.echo(f"  turn {turn.id}  {turn.task} turn {turn.ordinal}")
+    if len(report.turn_list) > LISTED:
+        typer.echo(f"  ... and {len(report.turn_list) - LISTED} more turns")
     rows = ", ".join(f"{table} {n}" for table, n in report.counts.items()) or "none"
     typer.echo(f"rows {'that would be ' if report.dry_run else ''}deleted: {rows}")
+    evidence = report.evidence
+    if evidence.segments or evidence.turns:
+        held = [f"segment memory {i} ({t[:60]})" for i, t in evidence.segments]
+        if evidence.turns:
+            held.append(f"{evidence.turns} turns of {', '.join(evidence.tasks)}")
+        say(
+            f"{'would stay' if report.dry_run else 'still'} holding the text these memories were"
+            f" distilled from: {'; '.join(held)}; add --with-evidence to forget that too"
+        )
     if not report.dry_run:
         typer.echo(
             f"tombstones: {report.tombstoned_tasks} tasks, {report.tombstoned_turns} turns;"
             f" audit entry {report.audit_id} (`forget --log`)"
         )
+    if report.wiped is not None:
+        typer.echo(
+            f"rewrote {len(report.wiped.tables)} tables, their indexes and statistics, and"
+            f" checkpointed {'and switched the WAL ' if report.wiped.wal_switched else ''}"
+            f"in {report.wiped.seconds:.1f} s, so the deleted rows are gone from the"
+            " database's files"
+        )
+        for failure in report.wiped.failures:
+            say(f"could not run {failure}; ask the server's administrator to run it")
 
 
 def _print_log(app_url: str) -> None:

@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
+
+AUDIT_KEY_FILE = "forget-audit.key"
+
+
+def audit_key(home: Path) -> bytes:
+    """The home's secret for keyed hashes in the audit (a query is kept only as its HMAC):
+    `MEMORY_HOME/forget-audit.key`, 32 random bytes, created 0600 on first use the way the
+    backup key file is (backup/crypto.py), and refused if group or others can read it."""
+    from memory_pipeline.backup.crypto import BackupKeyError, load_key
+    from memory_pipeline.errors import UserError
+
+    try:
+        return load_key(home / AUDIT_KEY_FILE, environ={}).material
+    except BackupKeyError as exc:
+        raise UserError(str(exc).replace("backup key", "forget audit key")) from None
 
 
 class AuditEntry(BaseModel):

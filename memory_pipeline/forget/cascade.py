@@ -6,6 +6,10 @@
 - a memory goes when all of its evidence went: every turn it rests on (memory_provenance) is
   forgotten and every memory it was `derived_from` is forgotten (a decision distilled from a
   forgotten segment, a dream memory resting only on forgotten memories);
+- a dream memory (source_type dream_cycle) goes when ANY memory it was `derived_from` goes: it is
+  a synthesis that may quote the forgotten one word for word (the next dream run may derive
+  it again from what stays); its candidate draft and passages go with it, and digests.py
+  scrubs the digests that quoted it;
 - a task whose every stored turn is forgotten is forgotten itself (its title and native context
   went with the turns' meaning; it is tombstoned like a selected one).
 A distilled memory (decision, insight) forgotten alone takes nothing upward: the segment it was
@@ -113,6 +117,12 @@ def close(conn: psycopg.Connection) -> Closure:
              AND NOT EXISTS (SELECT 1 FROM memory_relationships r
                              WHERE r.source_id = m.id AND r.relation_type = 'derived_from'
                              AND r.target_id NOT IN (SELECT id FROM forget_m))
+           ON CONFLICT DO NOTHING""",
+        # dream syntheses resting on any forgotten memory (they may quote it)
+        """INSERT INTO forget_m SELECT r.source_id FROM memory_relationships r
+           JOIN memories m ON m.id = r.source_id
+           WHERE r.relation_type = 'derived_from' AND m.source_type = 'dream_cycle'
+             AND r.target_id IN (SELECT id FROM forget_m)
            ON CONFLICT DO NOTHING""",
         # tasks left without any turn
         """INSERT INTO forget_k SELECT c.id FROM captured_tasks c

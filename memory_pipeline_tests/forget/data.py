@@ -41,7 +41,7 @@ class World:
     b: Task
     decision_a: str  # distilled from A only
     dream_a: str  # derived_from decision_a only: goes with it
-    dream_ab: str  # derived_from decision_a and B's segment: stays
+    dream_ab: str  # derived_from decision_a and B's segment, not a dream synthesis: stays
     child_of_a: str  # parent_id = decision_a, no evidence of its own: stays, unlinked
 
 
@@ -145,7 +145,11 @@ def build(conn: psycopg.Connection, private_a: bool = False) -> World:
     passages(conn, decision_a, "FORGETME")
     dream_a = add_memory(conn, "FORGETME dream", "FORGETME pattern.", source_type="dream_cycle")
     edge(conn, dream_a, decision_a, "derived_from")
-    dream_ab = add_memory(conn, "KEEPALIVE dream", "KEEPALIVE pattern.", source_type="dream_cycle")
+    # A dream synthesis resting on decision_a would go with it (it may quote it): this one is a
+    # connection the relationships stage made.
+    dream_ab = add_memory(
+        conn, "KEEPALIVE dream", "KEEPALIVE pattern.", source_type="relationships"
+    )
     edge(conn, dream_ab, decision_a, "derived_from")
     edge(conn, dream_ab, b.segment_memory, "derived_from")
     edge(conn, decision_a, b.segment_memory, "contradicts")

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
+from pathlib import Path
+
 import psycopg
 import pytest
 from typer.testing import CliRunner, Result
 
 from memory_pipeline.cli import app
 from memory_pipeline.errors import UserError
+from memory_pipeline.forget.audit import AUDIT_KEY_FILE, audit_key
+from memory_pipeline.forget.select import query_hmac
 from memory_pipeline_tests.forget.data import World, build
 
 
@@ -53,17 +60,23 @@ def test_dry_run_then_forget_by_id_then_the_log(conn: psycopg.Connection, world:
 
 def test_a_query_shows_its_matches_and_asks_first(conn: psycopg.Connection, world: World) -> None:
     before = memories(conn)
-    refused = run("--query", "FORGETME passage", stdin="n\n")
+    refused = run("--query", "FORGETME decision", stdin="n\n")
     assert isinstance(refused.exception, UserError)
     assert "not confirmed, nothing was forgotten" in str(refused.exception)
     assert "FORGETME decision" in refused.stdout  # the matches were shown
     assert memories(conn) == before
 
-    confirmed = run("--query", "FORGETME passage", stdin="y\n")
+    confirmed = run("--query", "FORGETME decision", stdin="y\n")
     assert confirmed.exit_code == 0, confirmed.output
     assert memories(conn) < before
     (selector,) = conn.execute("SELECT selector FROM forget_audit").fetchone()  # type: ignore[misc]
-    assert "query" not in selector and len(selector["query_sha256"]) == 64
+    assert "query" not in selector and "query_sha256" not in selector
+    # A keyed hash: the bare sha256 of a guessed word confirms nothing; the key is the home's.
+    keyed = selector["query_hmac_sha256"]
+    assert keyed != hashlib.sha256(b"FORGETME decision").hexdigest()
+    key = Path(os.environ["MEMORY_HOME"]) / AUDIT_KEY_FILE
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert keyed == query_hmac(audit_key(key.parent), "FORGETME decision")
 
 
 def test_a_task_never_captured_is_tombstoned(conn: psycopg.Connection, world: World) -> None:
