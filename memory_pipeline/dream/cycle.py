@@ -156,7 +156,6 @@ def _run(
     report.deferred = sum(c.final == "DEFERRED" for c in candidates)
     report.rejected = sum(c.final == "REJECTED" for c in candidates)
     report.precheck_removed = sum(checks.removed.values())
-    report.corroborated = sum(checks.corroborated.values())
     if config.ollama is not None:
         report.calls, report.tokens = config.ollama.calls, config.ollama.tokens
     path = digest_path(config.memory_home, day, report.run_id)
@@ -201,6 +200,7 @@ def _run(
         digest=digest,
         digest_path=str(path),
     )
+    report.corroborated = checks.corroborations  # new evidence only (save_run kept those)
     report.created, report.superseded, report.held = (
         counts["created"],
         counts["superseded"],

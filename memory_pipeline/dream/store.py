@@ -261,6 +261,34 @@ def _store_accepted(
     return True, superseded
 
 
+def record_corroborations(
+    conn: psycopg.Connection, precheck: PrecheckReport
+) -> dict[str, set[str]]:
+    """Add each memory's corroborating evidence keys it does not hold yet to
+    `metadata.dream_corroborated_by`, with `metadata.dream_corroborations` their number; a
+    memory that gains no new key is not written. Returns the keys that were new, per memory."""
+    fresh: dict[str, set[str]] = {}
+    for memory_id, keys in precheck.corroborated.items():
+        row = conn.execute(
+            "SELECT metadata -> 'dream_corroborated_by' FROM memories WHERE id = %s FOR UPDATE",
+            [memory_id],
+        ).fetchone()
+        if row is None:
+            continue
+        held = set(row[0]) if isinstance(row[0], list) else set()
+        new = keys - held
+        if not new:
+            continue
+        every = sorted(held | new)
+        conn.execute(
+            "UPDATE memories SET metadata = metadata || jsonb_build_object("
+            "'dream_corroborated_by', %s::jsonb, 'dream_corroborations', %s::int) WHERE id = %s",
+            [Jsonb(every), len(every), memory_id],
+        )
+        fresh[memory_id] = new
+    return fresh
+
+
 def embed_day(conn: psycopg.Connection, embedder: Embedder, day: date) -> None:
     embed_window(conn, embedder, day, day + timedelta(days=1))
 
@@ -293,13 +321,10 @@ def save_run(
                 counts["created"] += int(created)
                 counts["superseded"] += int(superseded)
             counts["held"] += int(held)
-        for memory_id, n in precheck.corroborated.items():
-            conn.execute(
-                "UPDATE memories SET metadata = jsonb_set(metadata, '{dream_corroborations}',"
-                " to_jsonb(coalesce((metadata ->> 'dream_corroborations')::int, 0) + %s))"
-                " WHERE id = %s",
-                [n, memory_id],
-            )
+        # Only evidence not recorded before: the run's record and digest say what was new.
+        fresh = record_corroborations(conn, precheck)
+        precheck.corroborated.clear()
+        precheck.corroborated.update(fresh)
         if counts["created"]:
             embed_day(conn, embedder, day)
         verdicts = [c.final for c in candidates]
