@@ -2,8 +2,9 @@
 
 `save_run` writes everything of one run in one transaction, including the vectors and passages
 of the new memories (embedding/store.py), so what the run accepted is searchable when it
-commits, and a failure anywhere stores none of the run's candidates. The run's own row is
-written apart (`start_run`, `fail_run`), so a failed run is still listed with its error.
+commits (BM25's corpus statistics included), and a failure anywhere stores none of the run's
+candidates. The run's own row is written apart (`start_run`, `fail_run`), so a failed run is
+still listed with its error.
 
 Conventions (README, "Agreed data conventions"): a dream memory has source_type 'dream_cycle',
 the tag 'dream-cycle', metadata.dream_cycle = true, metadata.dream_run_id, metadata.cross_project
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 
 from memory_pipeline.dream.models import Candidate, CandidateDraft, Verdict
 from memory_pipeline.dream.precheck import PrecheckReport
+from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.errors import UserError
@@ -327,6 +329,9 @@ def save_run(
         precheck.corroborated.update(fresh)
         if counts["created"]:
             embed_day(conn, embedder, day)
+            # The run's memories and passages count in BM25's statistics from the moment they
+            # are searchable (`run` refreshed them before the dream job; they would be stale).
+            refresh_bm25_statistics(conn)
         verdicts = [c.final for c in candidates]
         conn.execute(
             "UPDATE dream_cycle_runs SET status = 'completed', completed_at = now(),"
@@ -480,4 +485,6 @@ def approve(
             out.append((cid, str(c.created_memory_id)))
         for day in sorted(days):
             embed_day(conn, embedder, day)
+        if days:
+            refresh_bm25_statistics(conn)
     return out
