@@ -130,6 +130,7 @@ def dream_cycle(
             "llm_calls": report.calls,
             "llm_tokens": report.tokens,
             "model_failures": len(report.errors),
+            "interrupted_runs_failed": len(report.interrupted_runs),
             "digest_path": report.digest_path or "",
             "digest": dg.MetadataValue.md(report.digest),
         }

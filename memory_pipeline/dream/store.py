@@ -43,6 +43,34 @@ VERDICT_COLUMNS = {
 SYMMETRIC = {"related_to"}
 
 
+# pg advisory lock key of the dream cycle ("dreamcyc" in ASCII). A cycle holds it in its session
+# for as long as it runs, so a run left 'running' while nobody holds it is one whose process died.
+CYCLE_LOCK = 0x647265616D637963
+INTERRUPTED = (
+    "interrupted: its process ended before the run finished (found and marked failed at the "
+    "next start); nothing of the run was stored, the next run does its work"
+)
+
+
+def fail_interrupted_runs(conn: psycopg.Connection) -> list[str]:
+    """Mark failed every run left 'running' by a process that died (SIGKILL, the OOM killer, a
+    reboot); returns their ids. Nothing is touched while a cycle runs (it holds CYCLE_LOCK):
+    its own row is rightly 'running', and that cycle fails the others when it starts. The
+    caller may hold the lock itself (the cycle does, before it records its own run)."""
+    got = conn.execute("SELECT pg_try_advisory_lock(%s)", (CYCLE_LOCK,)).fetchone()
+    if not (got and got[0]):
+        return []
+    try:
+        rows = conn.execute(
+            "UPDATE dream_cycle_runs SET status = 'failed', completed_at = now(), error = %s"
+            " WHERE status = 'running' RETURNING id::text",
+            [INTERRUPTED],
+        ).fetchall()
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (CYCLE_LOCK,))
+    return [r[0] for r in rows]
+
+
 def start_run(conn: psycopg.Connection, run_type: str, day: date, backend: str) -> str:
     row = conn.execute(
         "INSERT INTO dream_cycle_runs (run_type, status, partition_day, backend, memories_seen)"
