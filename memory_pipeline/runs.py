@@ -214,6 +214,8 @@ def clear_interrupted_work(
 ) -> list[str]:
     """Mark failed (or remove) what our own records say is in progress while the process doing
     it is gone; one line per item to `progress`, and the same lines returned."""
+    from memory_pipeline.backup.layout import interrupted_line, remove_interrupted_backups
+    from memory_pipeline.backup.scratch import drop_abandoned, dropped_line
     from memory_pipeline.db import connect
     from memory_pipeline.dream.store import fail_interrupted_runs
 
@@ -223,6 +225,8 @@ def clear_interrupted_work(
             f"dream run {dead[:8]} was left running by a process that ended: marked failed"
             for dead in fail_interrupted_runs(conn)
         ]
+        lines += [dropped_line(name) for name in drop_abandoned(conn)]
+    lines += [interrupted_line(n) for n in remove_interrupted_backups(settings.backup_dir)]
     for line in lines:
         if progress:
             progress(line)
