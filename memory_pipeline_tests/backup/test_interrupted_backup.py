@@ -91,12 +91,17 @@ def test_backup_list_shows_a_killed_backup_and_the_next_backup_removes_it(
 
 
 def test_memory_pipeline_run_removes_a_killed_backup_but_not_one_in_progress(
-    backup_config: BackupConfig, seeded: Seeded, db_url: str, tmp_path: Path, env: None
+    backup_config: BackupConfig, db_url: str, env: None
 ) -> None:
-    left = killed_backup(backup_config, db_url, tmp_path)
+    # What a killed backup leaves (the test above kills a real one): a temp directory.
+    left = backup_config.backup_dir / ".tmp-2026-12-01T033000Z-1a2b3c4d"
+    left.mkdir(parents=True)
+    (left / "database.pgdump.enc").write_bytes(b"MPBACKUP ciphertext")
     with backup_lock(backup_config.backup_dir):  # a backup in progress elsewhere
+        assert interrupted_backups(backup_config.backup_dir) == []
         assert clear_interrupted_work(Settings.from_env(), db_url) == []
         assert left.exists()
+    assert interrupted_backups(backup_config.backup_dir) == [left]
     said: list[str] = []
     assert clear_interrupted_work(Settings.from_env(), db_url, said.append) == said
     assert len(said) == 1 and left.name in said[0] and "removed" in said[0]

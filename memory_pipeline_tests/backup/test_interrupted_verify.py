@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 from memory_pipeline.backup.config import BackupConfig
 from memory_pipeline.backup.operations import run_backup
@@ -106,14 +107,15 @@ def test_a_killed_verification_is_reported_and_dropped_at_the_next_start(
     assert not [ln for ln in check_lines(db_url) if ln.startswith("LEFTOVER")]
 
 
-def test_the_next_verification_drops_a_killed_ones_database_but_never_a_live_ones(
-    backup_config: BackupConfig, seeded: Seeded, db_url: str, admin_url: str, tmp_path: Path
+def test_the_next_verification_drops_a_dead_ones_database_but_never_a_live_ones(
+    backup_config: BackupConfig, seeded: Seeded, db_url: str, admin_url: str
 ) -> None:
     run_backup(backup_config, db_url)
-    dead = killed_verification(backup_config, db_url, admin_url, tmp_path)
-    # A verification in progress elsewhere: its session holds its scratch database's lock.
-    live = f"{dead[:-8]}0badf00d"
+    prefix = f"{conninfo_to_dict(db_url)['dbname'][:40]}_verify_"
+    dead, live = f"{prefix}deadbeef", f"{prefix}0badf00d"
     with psycopg.connect(db_url, autocommit=True) as other:
+        other.execute(f'CREATE DATABASE "{dead}"')  # nobody holds its lock: its process is gone
+        # A verification in progress elsewhere: its session holds its scratch database's lock.
         other.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [SCRATCH_LOCK, live])
         other.execute(f'CREATE DATABASE "{live}"')
         try:
@@ -125,3 +127,4 @@ def test_the_next_verification_drops_a_killed_ones_database_but_never_a_live_one
             assert abandoned_scratch_databases(db_url) == []
         finally:
             other.execute(f'DROP DATABASE IF EXISTS "{live}"')
+            other.execute(f'DROP DATABASE IF EXISTS "{dead}"')

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 from typer.testing import CliRunner
 
 from memory_pipeline.cli import app
@@ -51,7 +52,7 @@ def env(db_url: str, tmp_path: Path, admin_url: str, monkeypatch: pytest.MonkeyP
     for key in ("MEMORY_DREAM_MODEL", "MEMORY_SEMANTIC_MODEL", "DAGSTER_HOME"):
         monkeypatch.delenv(key, raising=False)
     yield dict(os.environ)
-    drop_database(admin_url, f"{db_url.rsplit('/', 1)[1].split('?')[0]}_dagster")
+    drop_database(admin_url, f"{conninfo_to_dict(db_url)['dbname']}_dagster")
 
 
 def lock_free(db_url: str) -> bool:
@@ -97,26 +98,34 @@ def row(conn: psycopg.Connection, run_id: str) -> tuple[str, str]:
     ).fetchone()
 
 
-def test_dream_list_marks_a_killed_run_failed(conn, db_url, ollama, env, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_killed_dream_run_is_marked_failed_at_the_next_start(  # type: ignore[no-untyped-def]
+    conn, db_url, ollama, env, tmp_path
+) -> None:
     run_id = killed_dream_run(conn, db_url, ollama, env, tmp_path)
+    # Nothing of its work was stored: the run stores everything in one transaction.
+    assert conn.execute("SELECT count(*) FROM dream_cycle_candidates").fetchone() == (0,)
+
+    report = run(conn, tmp_path)  # the next run: what the Dagster asset and `dream run` call
+    assert report.interrupted_runs == [run_id]
+    status, error = row(conn, run_id)
+    assert status == "failed" and error.startswith("interrupted") and "\n" not in error
+    assert row(conn, report.run_id)[0] == "completed" and report.superseded == 1
+
     listed = CliRunner().invoke(app, ["dream", "list"], catch_exceptions=False)
     assert listed.exit_code == 0, listed.output
     (line,) = [ln for ln in listed.output.splitlines() if ln.startswith(run_id[:8])]
     assert " failed " in line and "interrupted" in line, listed.output
-    status, error = row(conn, run_id)
-    assert status == "failed" and error.startswith("interrupted") and "\n" not in error
-    assert conn.execute("SELECT count(*) FROM dream_cycle_candidates").fetchone() == (0,)
-    assert conn.execute(
-        "SELECT count(*) FROM memories WHERE source_type = 'dream_cycle'"
-    ).fetchone() == (0,)
 
 
-def test_the_next_dream_run_marks_a_killed_run_failed(conn, db_url, ollama, env, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    run_id = killed_dream_run(conn, db_url, ollama, env, tmp_path)
-    report = run(conn, tmp_path)  # what the Dagster asset and `dream run` call
-    assert report.interrupted_runs == [run_id]
-    assert row(conn, run_id)[0] == "failed"
-    assert row(conn, report.run_id)[0] == "completed" and report.superseded == 1
+def test_dream_list_marks_a_dead_run_failed(conn, db_url, env) -> None:  # type: ignore[no-untyped-def]
+    """`dream list` is a start too: a run left `running` while nobody holds the cycle's lock
+    (its session ended with its process) is shown failed, with one line saying so."""
+    conn.execute("INSERT INTO dream_cycle_runs (run_type, status) VALUES ('scheduled', 'running')")
+    listed = CliRunner().invoke(app, ["dream", "list"], catch_exceptions=False)
+    assert listed.exit_code == 0, listed.output
+    assert "was left running by a process that ended: marked failed" in listed.output
+    (line,) = [ln for ln in listed.output.splitlines() if "scheduled" in ln]
+    assert " failed " in line and "failed: interrupted" in line, listed.output
 
 
 def test_memory_pipeline_run_marks_a_dead_run_failed(conn, db_url, env, tmp_path) -> None:  # type: ignore[no-untyped-def]
