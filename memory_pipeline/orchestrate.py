@@ -31,7 +31,7 @@ from memory_pipeline.jobs import (
     RANGE_START_TAG,
     partition_tags,
 )
-from memory_pipeline.runs import clear_stale_runs, end_run
+from memory_pipeline.runs import clear_interrupted_work, clear_stale_runs, end_run
 from memory_pipeline.settings import Settings
 
 # The terminal gets our progress lines and one line per failure; Dagster's console logger would
@@ -52,6 +52,8 @@ def materialize_all(
     died before its pass, a pass that failed) are ingested again even if no file changed."""
     from memory_pipeline.definitions import defs
 
+    if app_url:  # dream runs, backups, scratch databases left by a process that died
+        clear_interrupted_work(settings, app_url, progress)
     pending = _pending_pass_days(app_url) if app_url else set()
     results = []
     deferred: str | None = None

@@ -20,6 +20,12 @@ Two places use this:
   same check, so the daemon fails a dead run within a poll interval and frees its pool slots
   `free_slots_after_run_end_seconds` later.
 
+Our own records of work in progress get the same treatment at the same moments
+(`clear_interrupted_work`): a dream run left `running` in `dream_cycle_runs` (its cycle's
+session lock is free), a backup's temp directory and a verification's scratch database left by
+a process that died. Each stage owns its check (dream/store.py, backup/); this is the one place
+`run` and `ui` call them from.
+
 A failed run's work is picked up again: the semantic pass of its tasks is still pending in our
 database, so `memory-pipeline run`, the semantic pass sensor and the hourly catch-up request it,
 and the daemon retries a failed run once (`run_retries` in `dagster.yaml`).
@@ -35,6 +41,8 @@ import dagster as dg
 import psutil
 from dagster._core.events import DagsterEventType, JobFailureData, RunFailureReason
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, WorkerStatus
+
+from memory_pipeline.settings import Settings
 
 # Statuses in which a run claims to be working, or about to. QUEUED runs are not here: they wait
 # for the daemon and hold nothing.
@@ -199,6 +207,30 @@ def clear_stale_runs(
     if freed and progress:
         progress(f"freed the pool slots still held by {len(freed)} finished run(s)")
     return cleared
+
+
+def clear_interrupted_work(
+    settings: Settings, app_url: str, progress: Callable[[str], None] | None = None
+) -> list[str]:
+    """Mark failed (or remove) what our own records say is in progress while the process doing
+    it is gone; one line per item to `progress`, and the same lines returned."""
+    from memory_pipeline.backup.layout import interrupted_line, remove_interrupted_backups
+    from memory_pipeline.backup.scratch import drop_abandoned, dropped_line
+    from memory_pipeline.db import connect
+    from memory_pipeline.dream.store import fail_interrupted_runs
+
+    lines: list[str] = []
+    with connect(app_url, autocommit=True) as conn:
+        lines += [
+            f"dream run {dead[:8]} was left running by a process that ended: marked failed"
+            for dead in fail_interrupted_runs(conn)
+        ]
+        lines += [dropped_line(name) for name in drop_abandoned(conn)]
+    lines += [interrupted_line(n) for n in remove_interrupted_backups(settings.backup_dir)]
+    for line in lines:
+        if progress:
+            progress(line)
+    return lines
 
 
 class LocalRunLauncher(DefaultRunLauncher):

@@ -19,6 +19,12 @@ import psycopg
 import pytest
 
 from memory_pipeline.db.embedded import EmbeddedServer
+from memory_pipeline_tests.support.table_hashes import (
+    RUN_RECORD_TABLES,
+    changed_tables,
+    file_hashes,
+    table_hashes,
+)
 
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
 # Recall@10 of the full pipeline on the demo gold set when this floor was set: 0.986
@@ -77,11 +83,22 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
 
 
 def test_rerunning_the_main_command_changes_nothing(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]
+    """A second `run` with nothing new changes no row of any table but the run records
+    (RUN_RECORD_TABLES), and no file of the keyword index."""
+    url = EmbeddedServer(home / "pgdata").uri("memory")
     before = counts(home)
+    tables = table_hashes(url, exclude=set(RUN_RECORD_TABLES))
+    index = file_hashes(home / "keyword-index")
+    assert index, "the first run built no keyword index"
     again = cli(home, "run")
     assert again.returncode == 0, again.stderr[-3000:]
     assert "turns_appended=0" in again.stderr and "embedded=0" in again.stderr
     assert counts(home) == before
+    assert changed_tables(tables, table_hashes(url, exclude=set(RUN_RECORD_TABLES))) == {}
+    assert file_hashes(home / "keyword-index") == index
+    with psycopg.connect(url) as conn:  # the dream run did add its own run row
+        runs = conn.execute("SELECT status FROM dream_cycle_runs ORDER BY started_at").fetchall()
+    assert runs == [("completed",), ("completed",)]
 
 
 def test_dream_cycle_retires_the_reversed_decisions(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]

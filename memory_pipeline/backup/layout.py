@@ -11,7 +11,9 @@
 
 A backup is written into a dot-prefixed temp directory and renamed into place only once its
 manifest is written, so anything with a backup's name is complete. A failed run removes its temp
-directory; one left by a killed process holds only ciphertext and is removed by the next run.
+directory; one left by a killed process holds only ciphertext: `backup list` shows it as
+interrupted (while no run holds the lock), and the next backup, `memory-pipeline run` or `ui`
+removes it and says so.
 
 Status of a backup: "verified" (its last restore check passed and was recorded for this very
 manifest), "verify failed", "unverified" (complete, never checked) or "unreadable" (no manifest
@@ -131,6 +133,53 @@ def backup_lock(root: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def backup_lock_if_free(root: Path) -> Iterator[bool]:
+    """The backup lock if nobody holds it (True), else False at once: a backup, check or
+    retention pass is running."""
+    if not root.is_dir():
+        yield False
+        return
+    with open(root / LOCK_NAME, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def interrupted_backups(root: Path) -> list[Path]:
+    """Temp directories of backups whose process died before they completed (every run holds
+    the backup lock while it writes one, so none is interrupted while the lock is taken)."""
+    with backup_lock_if_free(root) as free:
+        if not free:
+            return []
+        return [p for p in sorted(root.glob(f"{TMP_PREFIX}*")) if p.is_dir()]
+
+
+def interrupted_started_at(path: Path) -> datetime | None:
+    """When the interrupted backup in temp directory `path` was started."""
+    name = path.name.removeprefix(TMP_PREFIX).rsplit("-", 1)[0]
+    return created_from_id(name) if is_backup_name(name) else None
+
+
+def interrupted_line(name: str) -> str:
+    return (
+        f"removed {name}: an unfinished backup left by a run that was killed before it "
+        "completed (it held only ciphertext)"
+    )
+
+
+def remove_interrupted_backups(root: Path) -> list[str]:
+    """Remove the temp directories of backups whose process died, unless a backup runs now."""
+    with backup_lock_if_free(root) as free:
+        return remove_stale_temp_dirs(root) if free else []
 
 
 def remove_stale_temp_dirs(root: Path) -> list[str]:

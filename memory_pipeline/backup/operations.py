@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from memory_pipeline.backup.config import BackupConfig
 from memory_pipeline.backup.create import CreatedBackup, create_backup
 from memory_pipeline.backup.crypto import BackupCryptoError, BackupKey, load_key
-from memory_pipeline.backup.layout import backup_lock, list_backups
+from memory_pipeline.backup.layout import backup_lock, interrupted_line, list_backups
 from memory_pipeline.backup.manifest import ManifestError
 from memory_pipeline.backup.pgtools import child_env
 from memory_pipeline.backup.retention import BackupRecord, plan_retention
@@ -65,6 +65,8 @@ class BackupRun:
 def run_backup(config: BackupConfig, dsn: str, *, progress: Progress | None = None) -> BackupRun:
     say = progress or (lambda _message: None)
     backup = create_backup(config, dsn, progress=say)
+    for name in backup.removed_temp_dirs:
+        say(interrupted_line(name))
     say(
         f"backup {backup.backup_id}: {backup.encrypted_bytes / 1e6:.1f} MB in {backup.seconds}s"
         f" at {backup.path}"

@@ -8,8 +8,9 @@ row count and content checksum of every table, the applied migrations, and the J
 recomputed from the restored data against the sha256s of the exported files.
 
 Verify restores into a scratch database `<db>_verify_<random>` on the same server and always drops
-it. It leaves the vector (HNSW) indexes out of that restore: building them over every vector was
-most of a verify's time (100 s at 100K memories), and the comparison reads only the data; a real
+it (in a `finally`; one left by a killed process is dropped by the next start: scratch.py). It
+leaves the vector (HNSW) indexes out of that restore: building them over every vector was most
+of a verify's time (100 s at 100K memories), and the comparison reads only the data; a real
 restore rebuilds them. A named restore also goes to a staging database first and replaces the
 target only after the comparison passed: a failed restore never costs the database that was there.
 The comparison's two halves run at once (table checksums over BACKUP_CHECKSUM_WORKERS connections
@@ -73,6 +74,7 @@ from memory_pipeline.backup.pgtools import (
     stderr_tail,
     unreadable_note,
 )
+from memory_pipeline.backup.scratch import VERIFY_PURPOSE, claimed, drop_abandoned, dropped_line
 from memory_pipeline.db.connection import CONNECT_TIMEOUT_S, connect, sql_ident
 from memory_pipeline.tuning import BACKUP_TEMPLATE_BUSY_RETRIES, BACKUP_TEMPLATE_BUSY_WAIT_S
 
@@ -133,15 +135,20 @@ def verify_backup(
         with files, _admin(dsn) as admin:
             tools = _tools_for(config, admin, path.name, manifest)
             skipped = _vector_indexes(admin)
-            scratch = _scratch_name(admin.info.dbname, "verify")
-            _create_database(admin, dsn, scratch)
-            try:
-                say(f"restoring into scratch database {scratch}")
-                restored = _restore_and_compare(
-                    tools, key, path, manifest, dsn, scratch, say, skip_indexes=skipped
-                )
-            finally:
-                _drop_database(admin, scratch)
+            for left in drop_abandoned(admin):  # by verifications that were killed
+                say(dropped_line(left))
+            scratch = _scratch_name(admin.info.dbname, VERIFY_PURPOSE)
+            # Claimed before it exists, until it is gone: a killed process's lock ends with its
+            # session, which is how the next start knows this database was left behind.
+            with claimed(admin, scratch):
+                _create_database(admin, dsn, scratch)
+                try:
+                    say(f"restoring into scratch database {scratch}")
+                    restored = _restore_and_compare(
+                        tools, key, path, manifest, dsn, scratch, say, skip_indexes=skipped
+                    )
+                finally:
+                    _drop_database(admin, scratch)
             problems = files.result() + restored
         report = _record(path, key, started, problems=problems, manifest=manifest)
         return replace(report, skipped_indexes=tuple(sorted(skipped)))

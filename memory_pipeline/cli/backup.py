@@ -45,7 +45,12 @@ def backup_now() -> None:
 def backup_list() -> None:
     """List backups, newest first, with size and whether their restore check passed."""
     from memory_pipeline.backup.config import BackupConfig
-    from memory_pipeline.backup.layout import backup_names, list_backups
+    from memory_pipeline.backup.layout import (
+        backup_names,
+        interrupted_backups,
+        interrupted_started_at,
+        list_backups,
+    )
     from memory_pipeline.backup.operations import load_restore_key, user_errors
 
     with user_errors():
@@ -53,9 +58,18 @@ def backup_list() -> None:
         # No backups yet: nothing to decrypt, so no key is needed to say so.
         has_any = bool(backup_names(config.backup_dir))
         infos = list_backups(config.backup_dir, load_restore_key(config)) if has_any else []
+    interrupted = interrupted_backups(config.backup_dir)
     typer.echo(f"backups in {config.backup_dir}")
-    if not infos:
+    if not infos and not interrupted:
         typer.echo("none yet; make one with `memory-pipeline backup now`")
+    for path in interrupted:
+        started = interrupted_started_at(path)
+        when = started.astimezone().strftime("%Y-%m-%d %H:%M") if started else "?"
+        name = path.name.removeprefix(".tmp-").rsplit("-", 1)[0]
+        typer.echo(
+            f"  {name:<22} {when}  interrupted: killed before it completed (no backup was"
+            f" made); the next backup removes its files ({path.name})"
+        )
     for info in infos:
         created = info.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
         rows = sum(t.rows for t in info.manifest.tables) if info.manifest else 0

@@ -109,9 +109,15 @@ def db_check() -> None:
         typer.echo(check.line())
         if check.name == "pgvector in scratch databases":
             typer.echo(tools_line)
+    leftover = [c for c in missing if c.problem != "MISSING"]
+    missing = [c for c in missing if c.problem == "MISSING"]
     if missing or not tools_ok:
         count = len(missing) + (not tools_ok)
         raise UserError(f"{count} requirement(s) missing; each MISSING line says what to run")
+    if leftover:
+        raise UserError(
+            f"{len(leftover)} problem(s) found; each {leftover[0].problem} line says what to run"
+        )
     typer.echo("every requirement is met")
 
 

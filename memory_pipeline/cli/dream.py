@@ -73,7 +73,11 @@ def dream_list(
     limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 20,
 ) -> None:
     """Dream runs, newest first: type, status, candidates and what they changed."""
+    from memory_pipeline.dream.store import fail_interrupted_runs
+
     with _connect() as conn:
+        for dead in fail_interrupted_runs(conn):
+            say(f"dream run {dead[:8]} was left running by a process that ended: marked failed")
         rows = conn.execute(
             "SELECT id::text, run_type, status, started_at, backend,"
             " coalesce(candidates_generated, 0), coalesce(candidates_accepted, 0),"

@@ -56,7 +56,7 @@ def ui(
     """Run the Dagster webserver and daemon (schedules, sensors, queued runs) until Ctrl-C."""
     from memory_pipeline.dagster_home import dagster_env, dagster_instance, ui_processes
     from memory_pipeline.db import ensure_ready
-    from memory_pipeline.runs import clear_stale_runs
+    from memory_pipeline.runs import clear_interrupted_work, clear_stale_runs
 
     require_free_port(host, port)
     settings = Settings.from_env()
@@ -66,6 +66,7 @@ def ui(
     # their pool slots and queue places are free before the daemon starts launching.
     instance = dagster_instance(settings, urls)
     clear_stale_runs(instance, progress=say)
+    clear_interrupted_work(settings, urls.app, progress=say)
     startup_timeout = instance.code_server_process_startup_timeout
     instance.dispose()
     with tempfile.TemporaryDirectory(prefix="memory-pipeline-ui-") as run_dir:

@@ -52,13 +52,14 @@ class Check:
     detail: str  # what was found, as a clause a user reads
     fix: str = ""  # what to run when it is missing
     blocking: bool = True  # False: reported, but `require` lets the command start
+    problem: str = "MISSING"  # what a failed line starts with
 
     @property
     def message(self) -> str:
         return f"{self.detail}; {self.fix}" if self.fix and not self.ok else self.detail
 
     def line(self) -> str:
-        return f"{'ok' if self.ok else 'MISSING':<8} {self.name}: {self.message}"
+        return f"{'ok' if self.ok else self.problem:<8} {self.name}: {self.message}"
 
 
 @dataclass
@@ -83,6 +84,9 @@ class Facts:
     reader_exists: bool = False
     reader_admin: bool = False  # may ALTER memory_reader (password, settings)
     template1_vector: bool | None = None  # None: not looked (not needed) or not readable
+    # Scratch databases of backup verifications whose process is gone (backup/scratch.py);
+    # None: not looked.
+    abandoned_scratch: list[str] | None = None
 
     @property
     def can_create_vector(self) -> bool:
@@ -103,7 +107,8 @@ def require(urls: DatabaseUrls, scopes: Iterable[Scope]) -> None:
 def run_checks(urls: DatabaseUrls, scopes: Iterable[Scope] = ALL_SCOPES) -> list[Check]:
     """Every requirement of `scopes`, in order. A server that cannot be reached raises."""
     wanted = set(scopes)
-    return evaluate(gather(urls, need_template1="backup" in wanted), urls, wanted)
+    backup = "backup" in wanted
+    return evaluate(gather(urls, need_template1=backup, need_scratch=backup), urls, wanted)
 
 
 def evaluate(facts: Facts, urls: DatabaseUrls, scopes: Iterable[Scope] = ALL_SCOPES) -> list[Check]:
@@ -130,7 +135,7 @@ def evaluate(facts: Facts, urls: DatabaseUrls, scopes: Iterable[Scope] = ALL_SCO
 # --- gathering --------------------------------------------------------------------------------
 
 
-def gather(urls: DatabaseUrls, *, need_template1: bool = True) -> Facts:
+def gather(urls: DatabaseUrls, *, need_template1: bool = True, need_scratch: bool = True) -> Facts:
     """Read every fact the checks use; a connection failure is a one-line UserError."""
     app_db = urls.app_dbname
     try:
@@ -145,6 +150,10 @@ def gather(urls: DatabaseUrls, *, need_template1: bool = True) -> Facts:
         facts = _role_and_server(conn, urls, app_db, app_exists)
         if app_exists:
             _database_facts(conn, facts)
+            if need_scratch:
+                from memory_pipeline.backup.scratch import find_abandoned
+
+                facts.abandoned_scratch = find_abandoned(conn)
     needs_template = not facts.can_create_vector and (need_template1 or not facts.app_db_exists)
     if facts.vector_default and needs_template:
         facts.template1_vector = _template1_has_vector(urls.app)
@@ -417,6 +426,20 @@ def _backup_checks(f: Facts) -> list[Check]:
             _admin_runs("CREATE EXTENSION vector", "template1"),
         )
     )
+    for name in f.abandoned_scratch or ():
+        checks.append(
+            Check(
+                "backup",
+                f"scratch database {name}",
+                False,
+                "left by a backup verification whose process was killed; it holds a copy of "
+                "the data",
+                f"`memory-pipeline backup verify` (or `memory-pipeline run`) drops it; or "
+                f"psql -c 'DROP DATABASE {sql_ident(name)}'",
+                blocking=False,
+                problem="LEFTOVER",
+            )
+        )
     return checks
 
 

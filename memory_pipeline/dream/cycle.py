@@ -20,6 +20,8 @@ from memory_pipeline.dream.explorer import explore
 from memory_pipeline.dream.models import RUN_TYPES, Candidate
 from memory_pipeline.dream.panel import OfflinePanel, OllamaPanel, tally
 from memory_pipeline.dream.store import (
+    CYCLE_LOCK,
+    fail_interrupted_runs,
     fail_run,
     pending_deferrals,
     previous_deferral,
@@ -61,6 +63,7 @@ class DreamReport:
     digest: str = ""
     digest_path: str | None = None
     errors: list[str] = field(default_factory=list)
+    interrupted_runs: list[str] = field(default_factory=list)  # earlier runs found dead, failed
 
     def line(self) -> str:
         return (
@@ -69,10 +72,6 @@ class DreamReport:
             f"{self.rejected} rejected; {self.created} new memories, {self.superseded} "
             f"superseded" + (f", {self.held} held for approval" if self.held else "")
         )
-
-
-# pg advisory lock key of the dream cycle ("dreamcyc" in ASCII).
-CYCLE_LOCK = 0x647265616D637963
 
 
 def run_dream_cycle(
@@ -100,8 +99,16 @@ def run_dream_cycle(
             "(`memory-pipeline dream list` shows it) and run this one again"
         )
     try:
+        # Runs left 'running' by a process that died: no cycle but this one runs now.
+        interrupted = fail_interrupted_runs(conn)
+        for dead in interrupted:
+            progress(
+                f"dream run {dead[:8]} was left running by a process that ended: marked failed"
+            )
         run_id = start_run(conn, run_type, day, backend)
-        report = DreamReport(run_id=run_id, run_type=run_type, backend=backend)
+        report = DreamReport(
+            run_id=run_id, run_type=run_type, backend=backend, interrupted_runs=interrupted
+        )
         try:
             _run(conn, report, day, embedder, config, thinker, panel, progress)
         except BaseException as exc:
@@ -156,7 +163,6 @@ def _run(
     report.deferred = sum(c.final == "DEFERRED" for c in candidates)
     report.rejected = sum(c.final == "REJECTED" for c in candidates)
     report.precheck_removed = sum(checks.removed.values())
-    report.corroborated = sum(checks.corroborated.values())
     if config.ollama is not None:
         report.calls, report.tokens = config.ollama.calls, config.ollama.tokens
     path = digest_path(config.memory_home, day, report.run_id)
@@ -201,6 +207,7 @@ def _run(
         digest=digest,
         digest_path=str(path),
     )
+    report.corroborated = checks.corroborations  # new evidence only (save_run kept those)
     report.created, report.superseded, report.held = (
         counts["created"],
         counts["superseded"],

@@ -130,6 +130,7 @@ def dream_cycle(
             "llm_calls": report.calls,
             "llm_tokens": report.tokens,
             "model_failures": len(report.errors),
+            "interrupted_runs_failed": len(report.interrupted_runs),
             # The digest quotes memories: it stays in MEMORY_HOME/dream/ and dream_cycle_runs,
             # where `forget` reaches it, never in Dagster's event log (counts and ids only).
             "digest_path": report.digest_path or "",

@@ -54,7 +54,7 @@ def render(
         + ").",
         "Precheck removed: "
         + (", ".join(f"{k} {v}" for k, v in sorted(precheck.removed.items())) or "nothing")
-        + f"; corroborated {sum(precheck.corroborated.values())} existing memory(ies).",
+        + f"; {precheck.corroborations} new corroboration(s) of existing memories.",
         f"Candidates: {len(candidates)} · accepted {len(accepted)} · deferred {len(deferred)}"
         f" · rejected {len(rejected)}",
         "",

@@ -2,17 +2,26 @@
 
 On slices (before the Thinker): a slice of fewer than two memories says nothing new; a slice
 whose memories another slice of the run already holds is collapsed; a slice whose memories are
-exactly what an active dream memory already rests on restates it (that memory is counted as
-corroborated instead). On candidates (before the panel): repeats within the run collapse; a
-candidate that restates an existing memory (same fingerprint as an active dream memory, or the
-same title or content as an active memory) becomes a corroboration; a proposal the user rejected
-or that was deferred twice is dropped. Contradiction slices and SUPERSEDE candidates are never
-dropped as restatements: they always reach the panel. Everything removed is counted by reason.
+exactly what an active dream memory already rests on restates it and is dropped. On candidates
+(before the panel): repeats within the run collapse; a candidate that restates an existing memory
+(same fingerprint as an active dream memory, or the same title or content as an active memory)
+is dropped, and corroborates that memory when it rests on other evidence than the memory itself
+does; a proposal the user rejected or that was deferred twice is dropped. Contradiction slices
+and SUPERSEDE candidates are never dropped as restatements: they always reach the panel.
+Everything removed is counted by reason.
+
+Corroboration counts distinct evidence, never runs: a restatement's evidence is the set of
+memories it rests on (`evidence_key`), and each memory keeps the keys of the evidence that
+corroborated it (store.record_corroborations). The cycle proposes the same thing from the same
+memories on every run until they change; that is the evidence a memory was made from, not more
+of it, so a slice or proposal that rests on exactly a memory's own basis corroborates nothing.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import psycopg
@@ -26,10 +35,42 @@ from memory_pipeline.dream.models import Candidate, Slice
 @dataclass
 class PrecheckReport:
     removed: Counter[str] = field(default_factory=Counter)
-    corroborated: Counter[str] = field(default_factory=Counter)  # memory id -> repeats
+    # memory id -> keys of the evidence that restated it (evidence_key), this run
+    corroborated: defaultdict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
     def as_json(self) -> dict[str, object]:
-        return {"removed": dict(self.removed), "corroborated": dict(self.corroborated)}
+        return {
+            "removed": dict(self.removed),
+            "corroborated": {m: sorted(keys) for m, keys in self.corroborated.items() if keys},
+        }
+
+    @property
+    def corroborations(self) -> int:
+        return sum(len(keys) for keys in self.corroborated.values())
+
+
+def evidence_key(memory_ids: Iterable[str]) -> str:
+    """The same evidence whatever the order or repeats of its memories."""
+    joined = "|".join(sorted(set(memory_ids)))
+    return hashlib.sha256(joined.encode()).hexdigest()[:32]
+
+
+def _own_basis(conn: psycopg.Connection, memory_id: str) -> str:
+    """The evidence key of what a memory rests on itself (its live `derived_from` targets)."""
+    rows = conn.execute(
+        "SELECT target_id::text FROM memory_relationships WHERE source_id = %s"
+        " AND relation_type = 'derived_from' AND expired_at IS NULL",
+        [memory_id],
+    ).fetchall()
+    return evidence_key(r[0] for r in rows)
+
+
+def _corroborate(
+    conn: psycopg.Connection, report: PrecheckReport, memory_id: str, rests_on: Iterable[str]
+) -> None:
+    key = evidence_key(rests_on)
+    if key != _own_basis(conn, memory_id):
+        report.corroborated[memory_id].add(key)
 
 
 def _dream_memories_by_basis(conn: psycopg.Connection) -> dict[tuple[str, ...], str]:
@@ -60,8 +101,8 @@ def slices(conn: psycopg.Connection, found: list[Slice], report: PrecheckReport)
             report.removed["slice_repeat_in_run"] += 1
             continue
         if not hold and s.key in known:
+            # Exactly the memories that dream memory rests on: its own evidence, not more.
             report.removed["slice_restates_memory"] += 1
-            report.corroborated[known[s.key]] += 1
             continue
         kept.append(s)
     return kept
@@ -98,7 +139,7 @@ def candidates(
             continue
         if fp in by_fingerprint:
             report.removed["candidate_restates_memory"] += 1
-            report.corroborated[by_fingerprint[fp]] += 1
+            _corroborate(conn, report, by_fingerprint[fp], c.draft.rests_on)
             continue
         if c.draft.operation != "SUPERSEDE":
             same = conn.execute(
@@ -108,7 +149,7 @@ def candidates(
             ).fetchone()
             if same:
                 report.removed["candidate_restates_memory"] += 1
-                report.corroborated[same[0]] += 1
+                _corroborate(conn, report, same[0], c.draft.rests_on)
                 continue
         kept.append(c)
     return kept

@@ -2,8 +2,9 @@
 
 `save_run` writes everything of one run in one transaction, including the vectors and passages
 of the new memories (embedding/store.py), so what the run accepted is searchable when it
-commits, and a failure anywhere stores none of the run's candidates. The run's own row is
-written apart (`start_run`, `fail_run`), so a failed run is still listed with its error.
+commits (BM25's corpus statistics included), and a failure anywhere stores none of the run's
+candidates. The run's own row is written apart (`start_run`, `fail_run`), so a failed run is
+still listed with its error.
 
 Conventions (README, "Agreed data conventions"): a dream memory has source_type 'dream_cycle',
 the tag 'dream-cycle', metadata.dream_cycle = true, metadata.dream_run_id, metadata.cross_project
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 
 from memory_pipeline.dream.models import Candidate, CandidateDraft, Verdict
 from memory_pipeline.dream.precheck import PrecheckReport
+from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.errors import UserError
@@ -39,6 +41,34 @@ VERDICT_COLUMNS = {
     "methodologist": "d",
 }
 SYMMETRIC = {"related_to"}
+
+
+# pg advisory lock key of the dream cycle ("dreamcyc" in ASCII). A cycle holds it in its session
+# for as long as it runs, so a run left 'running' while nobody holds it is one whose process died.
+CYCLE_LOCK = 0x647265616D637963
+INTERRUPTED = (
+    "interrupted: its process ended before the run finished (found and marked failed at the "
+    "next start); nothing of the run was stored, the next run does its work"
+)
+
+
+def fail_interrupted_runs(conn: psycopg.Connection) -> list[str]:
+    """Mark failed every run left 'running' by a process that died (SIGKILL, the OOM killer, a
+    reboot); returns their ids. Nothing is touched while a cycle runs (it holds CYCLE_LOCK):
+    its own row is rightly 'running', and that cycle fails the others when it starts. The
+    caller may hold the lock itself (the cycle does, before it records its own run)."""
+    got = conn.execute("SELECT pg_try_advisory_lock(%s)", (CYCLE_LOCK,)).fetchone()
+    if not (got and got[0]):
+        return []
+    try:
+        rows = conn.execute(
+            "UPDATE dream_cycle_runs SET status = 'failed', completed_at = now(), error = %s"
+            " WHERE status = 'running' RETURNING id::text",
+            [INTERRUPTED],
+        ).fetchall()
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (CYCLE_LOCK,))
+    return [r[0] for r in rows]
 
 
 def start_run(conn: psycopg.Connection, run_type: str, day: date, backend: str) -> str:
@@ -261,6 +291,34 @@ def _store_accepted(
     return True, superseded
 
 
+def record_corroborations(
+    conn: psycopg.Connection, precheck: PrecheckReport
+) -> dict[str, set[str]]:
+    """Add each memory's corroborating evidence keys it does not hold yet to
+    `metadata.dream_corroborated_by`, with `metadata.dream_corroborations` their number; a
+    memory that gains no new key is not written. Returns the keys that were new, per memory."""
+    fresh: dict[str, set[str]] = {}
+    for memory_id, keys in precheck.corroborated.items():
+        row = conn.execute(
+            "SELECT metadata -> 'dream_corroborated_by' FROM memories WHERE id = %s FOR UPDATE",
+            [memory_id],
+        ).fetchone()
+        if row is None:
+            continue
+        held = set(row[0]) if isinstance(row[0], list) else set()
+        new = keys - held
+        if not new:
+            continue
+        every = sorted(held | new)
+        conn.execute(
+            "UPDATE memories SET metadata = metadata || jsonb_build_object("
+            "'dream_corroborated_by', %s::jsonb, 'dream_corroborations', %s::int) WHERE id = %s",
+            [Jsonb(every), len(every), memory_id],
+        )
+        fresh[memory_id] = new
+    return fresh
+
+
 def embed_day(conn: psycopg.Connection, embedder: Embedder, day: date) -> None:
     embed_window(conn, embedder, day, day + timedelta(days=1))
 
@@ -293,15 +351,15 @@ def save_run(
                 counts["created"] += int(created)
                 counts["superseded"] += int(superseded)
             counts["held"] += int(held)
-        for memory_id, n in precheck.corroborated.items():
-            conn.execute(
-                "UPDATE memories SET metadata = jsonb_set(metadata, '{dream_corroborations}',"
-                " to_jsonb(coalesce((metadata ->> 'dream_corroborations')::int, 0) + %s))"
-                " WHERE id = %s",
-                [n, memory_id],
-            )
+        # Only evidence not recorded before: the run's record and digest say what was new.
+        fresh = record_corroborations(conn, precheck)
+        precheck.corroborated.clear()
+        precheck.corroborated.update(fresh)
         if counts["created"]:
             embed_day(conn, embedder, day)
+            # The run's memories and passages count in BM25's statistics from the moment they
+            # are searchable (`run` refreshed them before the dream job; they would be stale).
+            refresh_bm25_statistics(conn)
         verdicts = [c.final for c in candidates]
         conn.execute(
             "UPDATE dream_cycle_runs SET status = 'completed', completed_at = now(),"
@@ -455,4 +513,6 @@ def approve(
             out.append((cid, str(c.created_memory_id)))
         for day in sorted(days):
             embed_day(conn, embedder, day)
+        if days:
+            refresh_bm25_statistics(conn)
     return out

@@ -12,39 +12,68 @@ day and a rebuild rewrites every posting).
 from __future__ import annotations
 
 import psycopg
+from psycopg import sql
 
 from memory_pipeline import tuning
 
 
 def refresh_bm25_statistics(conn: psycopg.Connection) -> tuple[int, int, int]:
-    """Replace the statistics in one transaction; returns (memories, passages, distinct
-    lexemes over passages)."""
+    """Bring the statistics up to date in one transaction; returns (memories, passages,
+    distinct lexemes over passages).
+
+    Only what differs is written: a lexeme whose count changed, one that appeared or vanished,
+    a corpus row whose size or mean length moved. With nothing new, no row is touched (a second
+    run changes nothing, `refreshed_at` included).
+    """
     with conn.transaction():
-        conn.execute(
-            "TRUNCATE search_term_stats, search_corpus_stats,"
-            " passage_term_stats, passage_corpus_stats"
+        _sync_terms(
+            conn,
+            "search_term_stats",
+            "SELECT search_vector FROM memories WHERE search_vector IS NOT NULL",
         )
-        conn.execute(
-            "INSERT INTO search_term_stats (lexeme, ndoc)"
-            " SELECT word, ndoc FROM ts_stat('SELECT search_vector FROM memories"
-            " WHERE search_vector IS NOT NULL')"
-        )
-        memories = conn.execute(
-            "INSERT INTO search_corpus_stats (documents, avg_lexemes)"
-            " SELECT count(*), coalesce(avg(length(search_vector)), 0) FROM memories"
-            " RETURNING documents"
-        ).fetchone()[0]  # type: ignore[index]
-        conn.execute(
-            "INSERT INTO passage_term_stats (lexeme, ndoc)"
-            " SELECT word, ndoc FROM ts_stat('SELECT search_vector FROM memory_passages')"
-        )
-        passages, lexemes, avgdl = conn.execute(
-            "INSERT INTO passage_corpus_stats (documents, avg_lexemes)"
-            " SELECT count(*), coalesce(avg(length(search_vector)), 0) FROM memory_passages"
-            " RETURNING documents, (SELECT count(*) FROM passage_term_stats), avg_lexemes"
+        memories = _sync_corpus(conn, "search_corpus_stats", "memories")
+        _sync_terms(conn, "passage_term_stats", "SELECT search_vector FROM memory_passages")
+        passages = _sync_corpus(conn, "passage_corpus_stats", "memory_passages")
+        lexemes, avgdl = conn.execute(
+            "SELECT (SELECT count(*) FROM passage_term_stats), avg_lexemes"
+            " FROM passage_corpus_stats"
         ).fetchone()  # type: ignore[misc]
         refresh_postings(conn, float(avgdl))
     return int(memories), int(passages), int(lexemes)
+
+
+def _sync_terms(conn: psycopg.Connection, table: str, documents: str) -> None:
+    """Make `table` (lexeme, ndoc) equal ts_stat over `documents`, writing only differences."""
+    conn.execute("DROP TABLE IF EXISTS pg_temp.bm25_fresh_terms")
+    conn.execute(
+        sql.SQL(
+            "CREATE TEMP TABLE bm25_fresh_terms ON COMMIT DROP AS"
+            " SELECT word AS lexeme, ndoc FROM ts_stat({})"
+        ).format(sql.Literal(documents))
+    )
+    conn.execute("ANALYZE pg_temp.bm25_fresh_terms")
+    conn.execute(
+        f"DELETE FROM {table} s WHERE NOT EXISTS"
+        " (SELECT 1 FROM pg_temp.bm25_fresh_terms f WHERE f.lexeme = s.lexeme)"
+    )
+    conn.execute(
+        f"INSERT INTO {table} AS s (lexeme, ndoc) SELECT lexeme, ndoc FROM pg_temp.bm25_fresh_terms"
+        " ON CONFLICT (lexeme) DO UPDATE SET ndoc = EXCLUDED.ndoc WHERE s.ndoc <> EXCLUDED.ndoc"
+    )
+    conn.execute("DROP TABLE pg_temp.bm25_fresh_terms")
+
+
+def _sync_corpus(conn: psycopg.Connection, table: str, documents: str) -> int:
+    """The corpus row (documents, mean distinct lexemes), rewritten only when it changed."""
+    conn.execute(
+        f"INSERT INTO {table} AS s (singleton, documents, avg_lexemes)"
+        f" SELECT true, count(*), coalesce(avg(length(search_vector)), 0) FROM {documents}"
+        " ON CONFLICT (singleton) DO UPDATE SET documents = EXCLUDED.documents,"
+        " avg_lexemes = EXCLUDED.avg_lexemes, refreshed_at = now()"
+        " WHERE (s.documents, s.avg_lexemes) IS DISTINCT FROM"
+        " (EXCLUDED.documents, EXCLUDED.avg_lexemes)"
+    )
+    return int(conn.execute(f"SELECT documents FROM {table}").fetchone()[0])  # type: ignore[index]
 
 
 def refresh_postings(conn: psycopg.Connection, avgdl: float) -> bool:

@@ -62,9 +62,11 @@ def memory_embeddings(
     description=(
         "Corpus statistics for BM25 ranking: in how many passages (and memories) each "
         "lexeme occurs, and the corpus size and mean length (PostgreSQL's own ts_rank has no "
-        "inverse document frequency). Recomputed whole; search reads them, and ranks by term "
-        "frequency alone until they exist. Also refreshes the keyword index (rebuilt whole "
-        "when it is missing, unreadable or its document count is off)."
+        "inverse document frequency). Recomputed, writing only what changed (nothing when "
+        "nothing did); the dream cycle brings them up to date when it stores memories. Search "
+        "reads them, and ranks by term frequency alone until they exist. Also refreshes the "
+        "keyword index (rebuilt whole when it is missing, unreadable or its document count is "
+        "off)."
     ),
 )
 def bm25_statistics(

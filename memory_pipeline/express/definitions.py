@@ -29,7 +29,8 @@ BRIEFING_UPSTREAM = [dg.AssetKey("dream_cycle")]
         "contradictions and superseded memories, deep memories unread for long, the weekly "
         "digest and open questions; muted kinds and topics left out, ranked and headlined "
         "(Ollama editor or the offline one), stored in `briefings`. Composing a day again "
-        "replaces it. Never includes correction episodes."
+        "replaces it when anything changed, else keeps it row for row (item ids too). Never "
+        "includes correction episodes."
     ),
 )
 def briefing(

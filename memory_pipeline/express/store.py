@@ -1,7 +1,11 @@
 """Store and load briefings (`briefings`, `briefing_items`, `briefing_item_memories`, sql/018).
 
 A day has one briefing: storing a day again replaces it in one transaction, so a failure leaves
-the previous one whole. Loading needs only SELECT, so serving (the read-only role) uses it too.
+the previous one whole. A briefing composed again with nothing new (the same editor, items,
+links and muted items) is not stored again: the stored one stays row for row, its window,
+`composed_at` and item ids included (every `memory-pipeline run` composes today's briefing, and
+`brief --useful 12` must still name the same item). Loading needs only SELECT, so serving (the
+read-only role) uses it too.
 """
 
 from __future__ import annotations
@@ -29,8 +33,12 @@ def store_briefing(
     items: list[EditedItem],
     filtered: list[Filtered],
 ) -> str:
-    """Replace `day`'s briefing with these items (in this order); returns its id."""
+    """Replace `day`'s briefing with these items (in this order); returns its id. When the
+    stored one already says exactly this, it is kept as it is."""
     with conn.transaction():
+        stored = load_briefing(conn, day)
+        if stored is not None and _same(stored, editor, items, filtered):
+            return stored.id
         conn.execute("DELETE FROM briefings WHERE day = %s", [day])
         row = conn.execute(
             "INSERT INTO briefings (day, window_from, window_to, editor, filtered)"
@@ -75,6 +83,48 @@ def store_briefing(
                     [item_row[0], memory.id, memory.role, ordinal],
                 )
     return briefing_id
+
+
+def _same(
+    stored: StoredBriefing, editor: str, items: list[EditedItem], filtered: list[Filtered]
+) -> bool:
+    """Whether storing these items would tell the same as the stored briefing."""
+
+    def links(memories: tuple[LinkedMemory, ...]) -> list[tuple[str, str]]:
+        first: dict[str, str] = {}  # a memory is linked once, with its first role (as stored)
+        for m in memories:
+            first.setdefault(m.id, m.role)
+        return list(first.items())
+
+    new = [
+        (
+            position,
+            i.candidate.kind,
+            i.candidate.topic,
+            i.headline,
+            i.detail,
+            i.score,
+            i.candidate.cross_project,
+            i.candidate.key,
+            links(i.candidate.memories),
+        )
+        for position, i in enumerate(items, start=1)
+    ]
+    old = [
+        (
+            i.position,
+            i.kind,
+            i.topic,
+            i.headline,
+            i.detail,
+            i.score,
+            i.cross_project,
+            i.key,
+            links(i.memories),
+        )
+        for i in stored.items
+    ]
+    return stored.editor == editor and old == new and list(stored.filtered) == list(filtered)
 
 
 def load_briefing(conn: psycopg.Connection, day: date | None = None) -> StoredBriefing | None:

@@ -217,3 +217,25 @@ def test_resolved_and_explained_changes_are_told_once(conn) -> None:  # type: ig
         ("synthesis", synthesis),
         ("superseded", other_old),
     ]
+
+
+def test_recomposing_with_nothing_new_rewrites_nothing(conn, db_url) -> None:  # type: ignore[no-untyped-def]
+    """Every `memory-pipeline run` composes today's briefing again. With nothing new it keeps the
+    stored one, row for row: its id, its items' ids (`brief --useful 12` still names the same
+    item) and when it was composed."""
+    from memory_pipeline_tests.support.table_hashes import table_hashes
+
+    older = add_memory(conn, "Old view", "x")
+    newer = add_memory(conn, "New view", "x")
+    edge(conn, newer, older, "contradicts")
+    add_memory(conn, "Is the plan public?", "x", type="question")
+    first = brief(conn)
+    tables = table_hashes(db_url)
+    again = brief(conn, now=NOW + 2 * HOUR)  # later the same day: the window grew, nothing new
+    assert again == first
+    assert table_hashes(db_url) == tables
+    # Something new later that day: the briefing is composed again with it.
+    newest = add_memory(conn, "Newest view", "x", created_at=NOW + 2 * HOUR)
+    edge(conn, newest, newer, "contradicts")
+    third = brief(conn, now=NOW + 3 * HOUR)
+    assert len(by_kind(third, "contradiction")) == 2 and third.window_to == NOW + 3 * HOUR
