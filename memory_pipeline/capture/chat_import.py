@@ -45,6 +45,17 @@ one or more consecutive outcome-side messages; the next prompt-side message star
   the first prompt of a conversation cannot form a turn; they are skipped and reported
   (`outcome_without_prompt`).
 
+**Damaged lines.** A line that cannot be read (cut off, not UTF-8, not JSON, a message with a bad
+field) is skipped and recorded with its line number; it is never decoded with replacement
+characters (its structure may be damaged too, and a damaged secret would escape redaction). It
+may have held a message of either side, so the messages on each side of it are never joined
+into one turn when they are on the same side: an answer after it, following an answer, is
+recorded as `outcome_without_prompt` (its prompt may be the lost line); a prompt before it that
+is followed by another prompt is not stored, recorded as `turn_damaged` (its answer may be the
+lost line). Messages on different sides of it form turns as usual (at most the lost message is
+missing from them). The damaged line counts for its own conversation when it still shows its
+`task_id`, else for every conversation it lies inside.
+
 Every imported conversation is user-owned (the user put the file there). Its start time is its
 earliest message timestamp.
 
@@ -65,6 +76,9 @@ Example (a user/assistant export and a design review between two colleagues in o
 
 from __future__ import annotations
 
+import json
+import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -167,10 +181,12 @@ class ChatImportConnector:
         `CHAT_IMPORT_BATCH_CHARS` (`partial`). The second pass reads only the bytes the first
         read, so a line appended in between waits for the next run.
         """
-        survey = JsonlRead(path=path)  # its issues are the second pass's too: not kept twice
+        gaps = _Gaps()
+        # Its issues are the second pass's too: not kept twice.
+        survey = JsonlRead(path=path, on_skip=gaps.skipped_line)
         facts: dict[str, _Facts] = {}
         try:
-            for _line_no, msg in self._messages(path, survey):
+            for _line_no, msg in self._messages(path, survey, gaps=gaps):
                 known = facts.get(msg.task_id)
                 if known is None:
                     facts[msg.task_id] = _Facts(msg)
@@ -195,7 +211,8 @@ class ChatImportConnector:
                 if builder is None:
                     builder = open_tasks[msg.task_id] = _Builder(fact)
                 try:
-                    builder.add(msg, path, read.issues)
+                    gap = gaps.between(msg.task_id, builder.last_line, msg.line)
+                    builder.add(msg, path, read.issues, gap)
                     if msg.line == fact.last_line:
                         del open_tasks[msg.task_id]
                         yield self._task(path, import_file, builder, now, final=True)
@@ -213,12 +230,16 @@ class ChatImportConnector:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _messages(self, path: Path, read: JsonlRead, max_bytes: int | None = None):
+    def _messages(
+        self, path: Path, read: JsonlRead, max_bytes: int | None = None, gaps: _Gaps | None = None
+    ):
         for line_no, obj in iter_jsonl(path, read, max_bytes=max_bytes):
             try:
                 yield line_no, _message(line_no, obj)
             except _LineError as err:
                 read.issue(err.reason, err.detail, line_no)
+                if gaps is not None:
+                    gaps.skipped_object(line_no, obj)
 
     def _import_file(self, path: Path) -> str:
         try:
@@ -314,6 +335,52 @@ class _Facts:
         return msg.who != self.first_who
 
 
+_TASK_ID = re.compile(rb'"task_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
+
+
+class _Gaps:
+    """Lines the reader skipped (damaged, or a message it could not read) and the conversation
+    each probably belonged to: its `task_id` when the damaged line still shows one, else None
+    (any conversation the line lies inside)."""
+
+    def __init__(self) -> None:
+        self.by_task: dict[str | None, list[int]] = {}
+
+    def skipped_line(self, line: int, head: bytes) -> None:
+        match = _TASK_ID.search(head)
+        task_id: str | None = None
+        if match is not None:
+            raw = match.group(1) if match.group(1) is not None else match.group(2)
+            try:
+                value = json.loads(b'"' + raw + b'"') if match.group(1) is not None else raw
+                task_id = (value.decode() if isinstance(value, bytes) else value).strip() or None
+            except (ValueError, UnicodeDecodeError):
+                task_id = None
+        self.by_task.setdefault(task_id, []).append(line)
+
+    def skipped_object(self, line: int, obj: dict[str, Any]) -> None:
+        """A line that parsed but is no message. One without text loses no text: not a gap."""
+        text = obj.get("text")
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return
+        task_id = obj.get("task_id")
+        known = isinstance(task_id, str | int) and not isinstance(task_id, bool)
+        self.by_task.setdefault(str(task_id).strip() or None if known else None, []).append(line)
+
+    def between(self, task_id: str, after: int, before: int) -> int | None:
+        """The first skipped line of `task_id` (or of no known task) strictly between two lines
+        of that conversation; None when the conversation has no line before (nothing to join)."""
+        if after <= 0:
+            return None
+        found = [
+            lines[i]
+            for lines in (self.by_task.get(task_id, ()), self.by_task.get(None, ()))
+            for i in [bisect_right(lines, after)]
+            if i < len(lines) and lines[i] < before
+        ]
+        return min(found) if found else None
+
+
 class _Builder:
     """One conversation's turns as its messages arrive; only unstored turns are held."""
 
@@ -325,16 +392,43 @@ class _Builder:
         self.ordinal = 0  # the next turn's ordinal in the whole conversation
         self.chars = 0  # text held in `turns`
         self.batched = False  # an earlier batch of this conversation was handed on
+        self.last_line = 0  # the line of the conversation's previous message
 
-    def add(self, msg: _Message, path: Path, issues: list[ParseIssue]) -> None:
-        if self.fact.is_outcome(msg):
+    def add(
+        self, msg: _Message, path: Path, issues: list[ParseIssue], gap: int | None = None
+    ) -> None:
+        """`gap`: a skipped line between the previous message and this one. It may have been a
+        message of either side, so two neighbours on the same side are never joined across it
+        (the module docstring, **Damaged lines**)."""
+        self.last_line = msg.line
+        outcome = self.fact.is_outcome(msg)
+        if gap is not None and outcome and self.outcome:
+            self.close()  # answer, gap, answer: the gap may have been the next prompt
+        elif gap is not None and not outcome and self.prompt and not self.outcome:
+            for lost in self.prompt:  # prompt, gap, prompt: the gap may have been the answer
+                issues.append(
+                    ParseIssue(
+                        path=str(path),
+                        line=lost.line,
+                        reason="turn_damaged",
+                        detail=f"task {self.fact.task_id!r}: a prompt whose answer may be the"
+                        f" damaged line {gap}; not stored",
+                    )
+                )
+            self.prompt = []
+        if outcome:
             if not self.prompt:
+                where = (
+                    f"after the damaged line {gap} (its prompt may be there)"
+                    if gap is not None
+                    else "before the first prompt"
+                )
                 issues.append(
                     ParseIssue(
                         path=str(path),
                         line=msg.line,
                         reason="outcome_without_prompt",
-                        detail=f"task {self.fact.task_id!r}: an answer before the first prompt",
+                        detail=f"task {self.fact.task_id!r}: an answer {where}",
                     )
                 )
                 return

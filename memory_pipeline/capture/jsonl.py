@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,8 @@ from memory_pipeline.capture.models import ParseIssue
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
+# How much of a skipped line `JsonlRead.on_skip` is shown (enough for the fields a line starts with).
+SKIPPED_HEAD_BYTES = 4096
 
 
 @dataclass
@@ -35,9 +37,16 @@ class JsonlRead:
     issues: list[ParseIssue] = field(default_factory=list)
     lines_read: int = 0
     size: int = 0  # the bytes the pass read up to (the file's size when it was opened)
+    # Called with (line number, first SKIPPED_HEAD_BYTES bytes) of every line the reader skips,
+    # so a connector can tell which task a damaged line probably belonged to.
+    on_skip: Callable[[int, bytes], None] | None = None
 
     def issue(self, reason: str, detail: str = "", line: int | None = None) -> None:
         self.issues.append(ParseIssue(path=str(self.path), line=line, reason=reason, detail=detail))
+
+    def skipped(self, line: int, raw: bytes) -> None:
+        if self.on_skip is not None:
+            self.on_skip(line, raw[:SKIPPED_HEAD_BYTES])
 
 
 def iter_jsonl(
@@ -92,6 +101,7 @@ def iter_jsonl(
             if len(buf) > MAX_LINE_BYTES:
                 if not skipping_long:
                     read.issue("line_too_long", f"> {MAX_LINE_BYTES} bytes", line_no + 1)
+                    read.skipped(line_no + 1, buf)
                 skipping_long = True
                 buf = b""
         if buf and not skipping_long:
@@ -118,22 +128,30 @@ def _decode(raw: bytes, line_no: int, read: JsonlRead, last_line: bool = False) 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
+        # Skipped, not decoded with replacement characters: a line whose bytes are damaged may
+        # be damaged in its structure too, and a secret with one bad byte would no longer match
+        # the redaction rules. The connector decides what the gap means for the turn around it.
         read.issue("binary", "line is not UTF-8", line_no)
+        read.skipped(line_no, raw)
         return None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         reason = "truncated_line" if last_line else "invalid_json"
         read.issue(reason, exc.msg, line_no)
+        read.skipped(line_no, raw)
         return None
     except RecursionError:
         read.issue("too_deep", "JSON nested deeper than the decoder can follow", line_no)
+        read.skipped(line_no, raw)
         return None
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
         read.issue("invalid_json", str(exc)[:200], line_no)
+        read.skipped(line_no, raw)
         return None
     if not isinstance(obj, dict):
         read.issue("invalid_json", f"line is a JSON {type(obj).__name__}, not an object", line_no)
+        read.skipped(line_no, raw)
         return None
     return obj
 
