@@ -27,6 +27,10 @@ _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 # How much of a skipped line `JsonlRead.on_skip` is shown (enough for the fields a line starts with).
 SKIPPED_HEAD_BYTES = 4096
+# Issues for which the reader skipped a whole line (what it held is lost to the connector).
+SKIPPED_LINE_REASONS = frozenset(
+    {"binary", "invalid_json", "truncated_line", "too_deep", "line_too_long"}
+)
 
 
 @dataclass

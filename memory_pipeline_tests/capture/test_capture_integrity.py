@@ -140,7 +140,7 @@ def test_a_lost_prompt_line_never_glues_answers_in_an_older_codex_rollout(tmp_pa
     got = [(t.prompt, t.outcome) for t in task.turns]
     assert ("first question", "second answer") not in got
     assert got == [("first question", "first answer"), ("third question", "third answer")]
-    assert 4 in {i.line for i in result.issues if i.reason == "outcome_without_prompt"}
+    assert 5 in {i.line for i in result.issues if i.reason == "outcome_without_prompt"}
 
 
 _WORDS = st.text(alphabet="abcdéüßø漢字🙂 ", min_size=1, max_size=12).filter(str.strip)

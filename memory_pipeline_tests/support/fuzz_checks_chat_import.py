@@ -16,9 +16,11 @@ an original O (every line of O a valid message) by damaging or inserting a few l
    the tasks `parse(M)` returns (the sensor and the partition run agree on where a task goes).
 2. Every intact line is captured. Each line of O that is byte-identical in M is a message, and it
    is in a turn of its conversation (`task_id`): its text is in that turn's prompt or outcome, and
-   its `message_id`, if any, in that turn's message ids. The one exception is an answer that lost
-   the prompt before it (the damaged line was that prompt): it is reported on its own line as
-   `outcome_without_prompt`, never dropped silently. Line numbers are M's as the reader counts
+   its `message_id`, if any, in that turn's message ids. The exceptions are the neighbours of a
+   damaged line that the connector will not join across it, each reported on its own line, never
+   dropped silently: an answer after it that follows an answer (the damaged line may have been
+   its prompt, `outcome_without_prompt`), and a prompt before it followed by a prompt (the damaged
+   line may have been its answer, `turn_damaged`). Line numbers are M's as the reader counts
    them (a damaged line may hold newlines).
 3. Everything is storable. What the store writes from each task, made storable by
    `capture/store.py`'s functions (turn text and ids, title, native id, the JSONB native context),
@@ -121,7 +123,9 @@ def _check_intact_lines_captured(
     mutated: Mutated, original: ChatImportOriginal, result: ParseResult, label: str
 ) -> None:
     numbers = _line_numbers(mutated)
-    orphans = {i.line for i in result.issues if i.reason == "outcome_without_prompt"}
+    orphans = {
+        i.line for i in result.issues if i.reason in ("outcome_without_prompt", "turn_damaged")
+    }
     tasks = {t.native_id: t for t in result.tasks}
     for index, origin in enumerate(mutated.origin):
         if origin is None or index in mutated.damaged:
