@@ -396,3 +396,27 @@ def test_the_sensor_look_records_special_files_without_opening_them(
             assert _file_skips(conn) == expected
     finally:
         sock.close()
+
+
+def test_a_task_that_moves_into_an_excluded_cwd_later_stops_capturing_and_is_recorded(
+    conn: psycopg.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns stored before the move stay (stored turns never change); nothing more is stored."""
+    monkeypatch.setenv("MEMORY_EXCLUDE", "cwd:/home/mara/clients/*")
+    (src,) = DEMO.codex_home.glob("sessions/**/rollout-*01a0d21f*.jsonl")
+    lines = src.read_bytes().splitlines()
+    second = next(
+        i for i, line in enumerate(lines) if i > 1 and b'"type":"task_started"' in line
+    )
+    dest = tmp_path / "codex" / src.relative_to(DEMO.codex_home)
+    dest.parent.mkdir(parents=True)
+    dest.write_bytes(b"\n".join(lines[:second]) + b"\n")  # the first turn, in ledgerline
+    capture_window(conn, _roots(tmp_path).connectors(), *ALL)
+    assert conn.execute("SELECT count(*) FROM agent_turns").fetchone()[0] == 1
+    _moved_rollout(tmp_path / "codex", "/home/mara/clients/acme-api")  # the rest, moved
+    report = capture_window(conn, _roots(tmp_path).connectors(), *ALL)
+    assert report.skipped_tasks == {"excluded": 1}
+    assert conn.execute("SELECT count(*) FROM agent_turns").fetchone()[0] == 1
+    assert conn.execute(
+        "SELECT evidence->>'rule' FROM capture_skips WHERE reason = 'excluded'"
+    ).fetchall() == [("cwd:/home/mara/clients/*",)]

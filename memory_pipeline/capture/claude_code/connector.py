@@ -231,11 +231,15 @@ def _has_sibling(path: Path, name: str) -> bool:
 
 
 def _context(records: Iterable[Rec], project_key: str | None) -> dict[str, Any]:
-    """Provenance only (never account identifiers): first cwd, latest branch/version/model."""
+    """Provenance only (never account identifiers): first cwd (and every cwd when there were
+    several), latest branch/version/model."""
     context: dict[str, Any] = {}
     if project_key:
         context["project_key"] = project_key
+    cwds: dict[str, None] = {}
     for rec in records:
+        if rec.cwd:
+            cwds.setdefault(rec.cwd)
         if rec.cwd and "cwd" not in context:
             context["cwd"] = rec.cwd
         if rec.entrypoint and "entrypoint" not in context:
@@ -246,4 +250,6 @@ def _context(records: Iterable[Rec], project_key: str | None) -> dict[str, Any]:
             context["cli_version"] = rec.version
         if rec.model and not rec.api_error:
             context["model"] = rec.model
+    if len(cwds) > 1:  # the session moved: every directory it ran in (MEMORY_EXCLUDE)
+        context["cwds"] = list(cwds)
     return context

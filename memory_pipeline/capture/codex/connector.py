@@ -210,6 +210,9 @@ class CodexConnector:
                 ctx["git"] = git_ctx
         if reduced.model:
             ctx["model"] = reduced.model
+        cwds = list(dict.fromkeys([c for c in [ctx.get("cwd"), *reduced.cwds] if c]))
+        if len(cwds) > 1:  # the thread moved: every directory it ran in (MEMORY_EXCLUDE)
+            ctx["cwds"] = cwds
         ctx["archived"] = self._is_archived(path)
         ctx["rollout_format"] = reduced.rollout_format
         return ctx

@@ -111,6 +111,7 @@ class Reducer:
         self.current: Turn | None = None
         self.unfinished_turn = False
         self.model: str | None = None
+        self.cwds: list[str] = []  # every cwd of the thread's own turn_context records, in order
         self.name_event: tuple[str | None, datetime | None] | None = None
         self.user_events = 0
         self.enveloped_user_items = 0
@@ -383,6 +384,9 @@ class Reducer:
         model = ev.payload.get("model")
         if not inherited and isinstance(model, str) and model:
             self.model = model
+        cwd = ev.payload.get("cwd")
+        if not inherited and isinstance(cwd, str) and cwd and cwd not in self.cwds:
+            self.cwds.append(cwd)  # a turn that moved to another directory (exclusion rules)
 
     # --- helpers --------------------------------------------------------------------------------
 
