@@ -30,6 +30,7 @@ from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.capture.files import skipped_files
 from memory_pipeline.capture.models import Connector, NamesOutsideTranscripts, ParseIssue
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.capture.store import path_text, record_file_issue
@@ -171,6 +172,8 @@ def scan_changes(
             log.warning("%s", failure.describe())
             scan.failures.append(failure)
             paths = []
+        for issue in skipped_files(connector):  # never opened (files.py); recorded below
+            scan.failures.append(Failure(connector.source, issue.path, issue.reason, issue.detail))
         for path in paths:
             scan.files_seen += 1
             try:

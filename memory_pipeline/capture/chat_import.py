@@ -86,6 +86,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline import tuning
+from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead, iter_jsonl
 from memory_pipeline.capture.models import (
     OwnershipVerdict,
@@ -143,11 +144,17 @@ class ChatImportConnector:
         self.quiet_after = quiet_after
         self._now = now or (lambda: datetime.now(UTC))
         self._order: list[str] = []
+        self.skipped_files: list[ParseIssue] = []  # of the last discover()
 
     def discover(self) -> list[Path]:
+        """Every regular `*.jsonl` under the import directory; special files (a FIFO, a
+        directory, a symlink out of it...) go to `skipped_files` (capture/files.py)."""
+        self.skipped_files = []
         if not self.import_dir.is_dir():
             return []
-        return sorted(p for p in self.import_dir.rglob("*.jsonl") if p.is_file())
+        return sort_candidates(
+            list(self.import_dir.rglob("*.jsonl")), self.import_dir, self.skipped_files
+        )
 
     def task_days(self, path: Path) -> set[date]:
         """Never raises: the sensor and `memory-pipeline run` call it on every changed file

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,10 +65,17 @@ def iter_jsonl(
     exactly what a first pass read).
     """
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+        # O_NONBLOCK: a FIFO put in the file's place after discovery looked must not block the
+        # run (discovery never lists one, capture/files.py); it is refused just below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         read.issue("unreadable", f"{type(exc).__name__}: {exc.strerror or exc}")
         return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        read.issue("not_a_regular_file", "not a regular file; not read")
+        return
+    fh = os.fdopen(fd, "rb")
     try:
         st = os.fstat(fh.fileno())
         limit = st.st_size if max_bytes is None else min(st.st_size, max_bytes)

@@ -132,7 +132,9 @@ def test_a_lost_prompt_line_never_glues_answers_in_an_older_codex_rollout(tmp_pa
         event(4, {"type": "user_message", "message": "third question"}),
         event(5, {"type": "agent_message", "message": "third answer"}),
     ]
-    path = tmp_path / "sessions" / "2026" / "09" / "21" / f"rollout-2026-09-21T10-00-00-{thread}.jsonl"
+    path = (
+        tmp_path / "sessions" / "2026" / "09" / "21" / f"rollout-2026-09-21T10-00-00-{thread}.jsonl"
+    )
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\n".join(lines) + b"\n")
     result = CodexConnector(tmp_path).parse(path)
@@ -405,9 +407,7 @@ def test_a_task_that_moves_into_an_excluded_cwd_later_stops_capturing_and_is_rec
     monkeypatch.setenv("MEMORY_EXCLUDE", "cwd:/home/mara/clients/*")
     (src,) = DEMO.codex_home.glob("sessions/**/rollout-*01a0d21f*.jsonl")
     lines = src.read_bytes().splitlines()
-    second = next(
-        i for i, line in enumerate(lines) if i > 1 and b'"type":"task_started"' in line
-    )
+    second = next(i for i, line in enumerate(lines) if i > 1 and b'"type":"task_started"' in line)
     dest = tmp_path / "codex" / src.relative_to(DEMO.codex_home)
     dest.parent.mkdir(parents=True)
     dest.write_bytes(b"\n".join(lines[:second]) + b"\n")  # the first turn, in ledgerline
@@ -420,3 +420,15 @@ def test_a_task_that_moves_into_an_excluded_cwd_later_stops_capturing_and_is_rec
     assert conn.execute(
         "SELECT evidence->>'rule' FROM capture_skips WHERE reason = 'excluded'"
     ).fetchall() == [("cwd:/home/mara/clients/*",)]
+
+
+def test_the_reader_refuses_a_fifo_put_in_a_files_place_without_blocking(tmp_path: Path) -> None:
+    """A file replaced by a FIFO after discovery looked: opened non-blocking, refused."""
+    from memory_pipeline.capture.jsonl import JsonlRead, iter_jsonl
+
+    fifo = tmp_path / "late.jsonl"
+    os.mkfifo(fifo)
+    read = JsonlRead(path=fifo)
+    with _no_hang(20):
+        assert list(iter_jsonl(fifo, read)) == []
+    assert [i.reason for i in read.issues] == ["not_a_regular_file"]
