@@ -54,7 +54,10 @@ recorded as `outcome_without_prompt` (its prompt may be the lost line); a prompt
 is followed by another prompt is not stored, recorded as `turn_damaged` (its answer may be the
 lost line). Messages on different sides of it form turns as usual (at most the lost message is
 missing from them). The damaged line counts for its own conversation when it still shows its
-`task_id`, else for every conversation it lies inside.
+`task_id`, else for every conversation it lies inside. In a conversation between people (the
+speaker rule) a damaged line before its first message may have been that first message, which
+decides who asks: no turn of it is stored, recorded once as `conversation_damaged`
+(a damaged line that shows no `task_id` counts for every conversation that starts after it).
 
 Every imported conversation is user-owned (the user put the file there). Its start time is its
 earliest message timestamp.
@@ -217,6 +220,15 @@ class ChatImportConnector:
                 builder = open_tasks.get(msg.task_id)
                 if builder is None:
                     builder = open_tasks[msg.task_id] = _Builder(fact)
+                    if fact.rule == "speakers":
+                        builder.unsure_at = gaps.before(msg.task_id, msg.line)
+                if builder.unsure_at is not None:
+                    if msg.line == fact.last_line:  # no turn stored: recorded, at its start
+                        del open_tasks[msg.task_id]
+                        read.issues.append(_unsure(path, fact, builder.unsure_at))
+                        builder.prompt, builder.outcome = [], []
+                        yield self._task(path, import_file, builder, now, final=True)
+                    continue
                 try:
                     gap = gaps.between(msg.task_id, builder.last_line, msg.line)
                     builder.add(msg, path, read.issues, gap)
@@ -313,7 +325,7 @@ class _Facts:
         self.speakers: dict[str, None] = {}
         self.title: TaskTitle | None = None
         self.started_at = self.last_at = msg.timestamp
-        self.last_line = msg.line
+        self.last_line = self.first_line = msg.line
         self.add(msg)
 
     def add(self, msg: _Message) -> None:
@@ -366,13 +378,20 @@ class _Gaps:
         self.by_task.setdefault(task_id, []).append(line)
 
     def skipped_object(self, line: int, obj: dict[str, Any]) -> None:
-        """A line that parsed but is no message. One without text loses no text: not a gap."""
-        text = obj.get("text")
-        if text is None or (isinstance(text, str) and not text.strip()):
-            return
+        """A line that parsed but is no message (even one without text: it may have been the
+        turn boundary between its neighbours)."""
         task_id = obj.get("task_id")
         known = isinstance(task_id, str | int) and not isinstance(task_id, bool)
         self.by_task.setdefault(str(task_id).strip() or None if known else None, []).append(line)
+
+    def before(self, task_id: str, line: int) -> int | None:
+        """The first skipped line of `task_id` (or of no known task) before `line`."""
+        found = [
+            lines[0]
+            for lines in (self.by_task.get(task_id, ()), self.by_task.get(None, ()))
+            if lines and lines[0] < line
+        ]
+        return min(found) if found else None
 
     def between(self, task_id: str, after: int, before: int) -> int | None:
         """The first skipped line of `task_id` (or of no known task) strictly between two lines
@@ -400,6 +419,9 @@ class _Builder:
         self.chars = 0  # text held in `turns`
         self.batched = False  # an earlier batch of this conversation was handed on
         self.last_line = 0  # the line of the conversation's previous message
+        # A damaged line before the first message of a conversation between people: it may
+        # have been the first message, which decides who asks. Such a conversation is not read.
+        self.unsure_at: int | None = None
 
     def add(
         self, msg: _Message, path: Path, issues: list[ParseIssue], gap: int | None = None
@@ -451,6 +473,16 @@ class _Builder:
         self.ordinal += 1
         self.chars += len(turn.prompt) + len(turn.outcome)
         self.prompt, self.outcome = [], []
+
+
+def _unsure(path: Path, fact: _Facts, gap: int) -> ParseIssue:
+    return ParseIssue(
+        path=str(path),
+        line=fact.first_line,
+        reason="conversation_damaged",
+        detail=f"task {fact.task_id!r}: the damaged line {gap} before its first message may"
+        " have been that message, which decides who asks (the speaker rule); not stored",
+    )
 
 
 def _turn(ordinal: int, prompt: list[_Message], outcome: list[_Message]) -> ParsedTurn:
