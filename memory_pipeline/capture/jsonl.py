@@ -26,7 +26,7 @@ from memory_pipeline.capture.models import ParseIssue
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
-# How much of a skipped line `JsonlRead.on_skip` is shown (enough for the fields a line starts with).
+# How much of a skipped line `JsonlRead.on_skip` is shown (the fields a line starts with).
 SKIPPED_HEAD_BYTES = 4096
 # Issues for which the reader skipped a whole line (what it held is lost to the connector).
 SKIPPED_LINE_REASONS = frozenset(

@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_pipeline.capture.changes import scan_changes
 from memory_pipeline.capture.chat_import import ChatImportConnector
 from memory_pipeline.capture.codex import CodexConnector
-from memory_pipeline.capture.changes import scan_changes
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.capture.sources import SourceRoots, demo_roots
 
@@ -77,7 +77,7 @@ def _table_hashes(conn: psycopg.Connection) -> dict[str, str]:
     """A content hash of every capture table (run records excluded)."""
     out = {}
     for table in ("captured_tasks", "agent_turns", "capture_skips", "source_files"):
-        rows = conn.execute(f"SELECT to_jsonb(x)::text FROM {table} x ORDER BY 1").fetchall()  # noqa: S608
+        rows = conn.execute(f"SELECT to_jsonb(x)::text FROM {table} x ORDER BY 1").fetchall()
         out[table] = hashlib.sha256("\n".join(r[0] for r in rows).encode()).hexdigest()
     return out
 

@@ -21,8 +21,8 @@ an original O (every line of O a valid message) by damaging or inserting a few l
    dropped silently: an answer after it that follows an answer (the damaged line may have been
    its prompt, `outcome_without_prompt`), and a prompt before it followed by a prompt (the damaged
    line may have been its answer, `turn_damaged`), and a conversation between people with a
-   damaged line before its first message (`conversation_damaged`: who asks is not known). Line numbers are M's as the reader counts
-   them (a damaged line may hold newlines).
+   damaged line before its first message (`conversation_damaged`: who asks is not known).
+   Line numbers are M's as the reader counts them (a damaged line may hold newlines).
 3. No turn holds text that was not in its own lines: no turn of `parse(M)` holds messages of
    two turns of O (`support/own_turns.py`); a damaged line never joins its neighbours.
 4. Everything is storable. What the store writes from each task, made storable by
@@ -35,10 +35,10 @@ from __future__ import annotations
 import json
 import tempfile
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 from memory_pipeline.capture.chat_import import ChatImportConnector, _message
@@ -206,7 +206,7 @@ def _readable_messages(original: ChatImportOriginal, mutated: Mutated) -> set[st
                 if isinstance(obj, dict):
                     found.add(_message(0, obj).task_id)
                     valid = True
-            except Exception:  # noqa: BLE001, S112 - not a message: a gap, checked
+            except Exception:  # not a message: a gap, which the connector handles
                 continue
         if valid and origin is not None:
             found.add(original.messages[origin][0])

@@ -5,8 +5,9 @@ the way files are damaged in the wild: a writer killed mid-line, a disk flipping
 adding a BOM, a tool writing NUL or a lone surrogate, a hostile or broken producer nesting JSON
 100,000 deep, changing a field's type, writing a timestamp from year 1 or 9999, or a line of
 megabytes; a line cut inside a multi-byte UTF-8 character with lines after it (`cut_multibyte`);
-a record whose `cwd` moves to another directory (`move_cwd`). `mutated_file` replaces lines in place (or inserts junk lines) and says which lines of
-the result are damaged, so a test can check that every other line still counts.
+a record whose `cwd` moves to another directory (`move_cwd`). `mutated_file` replaces lines in
+place (or inserts junk lines) and says which lines of the result are damaged, so a test can
+check that every other line still counts.
 
 Used by the default test run (a few hundred cases) and by `scripts/fuzz_capture.py` (10,000+).
 """

@@ -288,14 +288,21 @@ class Reducer:
         msg = Msg(ev.text, ev.line, ev.ts, ev.msg_id)
         gap, self._gap = self._gap, None
         turn = self.current
-        if gap is not None and turn is not None and not turn.explicit and ev.origin != "item":
-            if turn.prompt() and not turn.outcome()[0] and not turn.inherited:
-                # prompt, damaged line, prompt: the damaged line may have been the answer.
-                self._issue(
-                    turn.prompts[0].line if turn.prompts else ev.line,
-                    "turn_damaged",
-                    f"a prompt whose answer may be the damaged line {gap}; not stored",
-                )
+        if (
+            gap is not None
+            and turn is not None
+            and not turn.explicit
+            and ev.origin != "item"
+            and turn.prompt()
+            and not turn.outcome()[0]
+            and not turn.inherited
+        ):
+            # prompt, damaged line, prompt: the damaged line may have been the answer.
+            self._issue(
+                turn.prompts[0].line if turn.prompts else ev.line,
+                "turn_damaged",
+                f"a prompt whose answer may be the damaged line {gap}; not stored",
+            )
         if ev.origin == "item":
             target = self._turn_for(ev.turn_id)
             if target is not None and target.explicit:
