@@ -26,8 +26,8 @@ directory it ran in (`cwds` of its native context): a `cwd:` rule matches any of
 An excluded task is not captured at all (recorded in `capture_skips` with reason `excluded` and
 the rule that matched). A task that becomes excluded later (it moved into an excluded directory,
 or the rule is new) stops capturing from then on and is recorded; the turns stored before stay
-(stored turns never change; `forget --task` removes them); a private task is captured with `private = true`, and the memories that
-rest on it are private (sql/019).
+(stored turns never change; `forget --task` removes them). A private task is captured with
+`private = true`, and the memories that rest on it are private (sql/019).
 """
 
 from __future__ import annotations
