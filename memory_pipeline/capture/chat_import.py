@@ -10,7 +10,7 @@ order (not the timestamps) is the order of the messages.
 
 | field | required | meaning |
 |---|---|---|
-| `task_id` | yes | The conversation this message belongs to (string). Must be unique across the whole import directory: the same `task_id` in two files is read as two tasks with the same identity. |
+| `task_id` | yes | The conversation this message belongs to (string). Unique across the whole import directory: the same `task_id` in a second file is a different conversation, kept apart under `<task_id> @ <file>` and recorded as a `task_conflict` (`capture/store.py`). |
 | `text` | yes | The message text (non-empty string). |
 | `timestamp` | yes | When the message was written, ISO 8601 (`2026-10-19T14:05:00+02:00`, `...Z`). A timestamp without an offset is read as UTC. |
 | `role` | when `speaker` is absent | `"user"`, `"assistant"` or `"human"`. `"user"` and `"human"` are people, `"assistant"` is an AI. |

@@ -168,11 +168,11 @@ def check_codex_store(conn: psycopg.Connection, mutated: Mutated, original: Code
         )
         assert not problems, f"S3 {label}: {problems}"
         same = [t for t in parsed_copy if t.native_id == original.task.native_id]
-        if same and same[0].ownership.ownership == "user_owned":  # S4 (else a recorded skip)
-            if original.task.native_id not in _store_failed(conn):
-                assert (original.task.native_id, name) in _conflicts(conn), (
-                    f"S4 {label}: the copy in sessions/ is no recorded conflict"
-                )
+        owned_copy = bool(same) and same[0].ownership.ownership == "user_owned"  # else skipped
+        if owned_copy and original.task.native_id not in _store_failed(conn):  # S4
+            assert (original.task.native_id, name) in _conflicts(conn), (
+                f"S4 {label}: the copy in sessions/ is no recorded conflict"
+            )
         from_copy = [r for r in stored if Path(r[1]).parent.name == "sessions"]
         assert not from_copy, f"S4 {label}: turns stored from the copy: {from_copy[:1]}"
         _again(conn, [codex], label)
