@@ -40,6 +40,7 @@ from memory_pipeline.capture.store import (
     record_store_failure,
     store_task,
     task_day,
+    unrecorded_file_issues,
 )
 from memory_pipeline.capture.unreadable import no_task_issue
 from memory_pipeline.forget.privacy import CaptureRules
@@ -95,7 +96,7 @@ def capture_window(
             _failed(conn, connector.source, "", "discover_failed", exc, report)
             continue
         with conn.transaction():  # special files, never opened (files.py): the same row each run
-            for issue in skipped_files(connector):
+            for issue in unrecorded_file_issues(conn, connector.source, skipped_files(connector)):
                 record_file_issue(conn, connector.source, issue, report)
         for path in paths:
             report.files_seen += 1

@@ -646,6 +646,24 @@ def record_file_issue(
     )
 
 
+def unrecorded_file_issues(
+    conn: psycopg.Connection, source: str, issues: list[ParseIssue]
+) -> list[ParseIssue]:
+    """The file-level issues (no line) not yet in `capture_skips`: a special file is recorded
+    and reported once, not on every run or sensor look."""
+    if not issues:
+        return []
+    keys = [skip_key(path_text(i.path)[0]) for i in issues]
+    known = set(
+        conn.execute(
+            "SELECT path, reason FROM capture_skips WHERE kind = 'file' AND source = %s"
+            " AND line = 0 AND path = ANY(%s)",
+            [source, keys],
+        ).fetchall()
+    )
+    return [i for i, key in zip(issues, keys, strict=True) if (key, i.reason) not in known]
+
+
 def _title(task: ParsedTask, fix: Storable) -> TaskTitle | None:
     if task.title:
         text, _ = redact(fix.text(task.title.text))

@@ -381,9 +381,12 @@ def test_special_files_are_never_opened_and_recorded_once(
             assert _file_skips(conn) == expected
             assert [r[0] for r in _turns(conn)] == ["ok"]  # the good file beside them
             before = _table_hashes(conn)
-            capture_window(conn, _roots(tmp_path).connectors(), *ALL)
-            scan_changes(conn, _roots(tmp_path).connectors())
+            again = capture_window(conn, _roots(tmp_path).connectors(), *ALL)
+            look = scan_changes(conn, _roots(tmp_path).connectors())
             assert _table_hashes(conn)["capture_skips"] == before["capture_skips"]
+            # reported once too: not in the next run's metadata, not in the sensor's log
+            assert not {"not_a_regular_file", "symlink_outside_source"} & set(again.file_issues)
+            assert not look.failures
     finally:
         sock.close()
 
@@ -432,3 +435,41 @@ def test_the_reader_refuses_a_fifo_put_in_a_files_place_without_blocking(tmp_pat
     with _no_hang(20):
         assert list(iter_jsonl(fifo, read)) == []
     assert [i.reason for i in read.issues] == ["not_a_regular_file"]
+
+
+def test_a_claude_code_line_cut_inside_a_character_never_joins_two_turns(tmp_path: Path) -> None:
+    """Claude Code breaks a turn where a record of its chain is lost: cut each prompt line in
+    turn inside a multi-byte character; no turn holds the text of two turns of the original."""
+    from memory_pipeline.capture.claude_code import ClaudeCodeConnector
+    from memory_pipeline_tests.support.own_turns import own_turn_violations
+
+    name = "-home-mara-work-ledgerline/dc2e432c-a299-4865-9a0d-41d4de54ec11.jsonl"
+    lines = (DEMO.claude_home / "projects" / name).read_bytes().splitlines()
+    later = datetime(2099, 1, 1, tzinfo=UTC)
+
+    def parse(data: list[bytes], home: Path):  # type: ignore[no-untyped-def]
+        path = home / "projects" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\n".join(data) + b"\n")
+        return ClaudeCodeConnector(home, now=lambda: later).parse(path)
+
+    (task,) = parse(lines, tmp_path / "original").tasks
+    assert len(task.turns) >= 2
+    pieces = [(t.ordinal, text) for t in task.turns for text in (t.prompt, t.outcome)]
+    prompts = [
+        i
+        for i, line in enumerate(lines)
+        if json.loads(line).get("type") == "user"
+        and any(t.prompt[:30].encode() in line for t in task.turns[1:])
+    ]
+    assert prompts
+    for n, at in enumerate(prompts):
+        damaged = list(lines)
+        text = json.loads(damaged[at])
+        text["message"]["content"] = "ü " + str(text["message"]["content"])
+        raw = json.dumps(text, ensure_ascii=False).encode()
+        damaged[at] = _cut_inside_multibyte(raw)
+        result = parse(damaged, tmp_path / f"cut{n}")
+        got = [(t.prompt, t.outcome) for t in result.tasks[0].turns] if result.tasks else []
+        assert not own_turn_violations(pieces, got), (at, got)
+        assert any(i.line == at + 1 for i in result.issues), result.issues
