@@ -52,9 +52,11 @@ may have held a message of either side, so the messages on each side of it are n
 into one turn when they are on the same side: an answer after it, following an answer, is
 recorded as `outcome_without_prompt` (its prompt may be the lost line); a prompt before it that
 is followed by another prompt is not stored, recorded as `turn_damaged` (its answer may be the
-lost line). Messages on different sides of it form turns as usual (at most the lost message is
-missing from them). The damaged line counts for its own conversation when it still shows its
-`task_id`, else for every conversation it lies inside. In a conversation between people (the
+lost line). Messages on different sides of one damaged line form turns as usual (at most the
+lost message is missing from them); across two or more damaged lines (a whole exchange may be
+lost) nothing is joined: the turn before them ends there (or, a prompt only, is not stored, as
+above) and an answer after them is `outcome_without_prompt`. The damaged line counts for its own conversation when it still shows its
+`task_id` (of a conversation of the file), else for every conversation it lies inside. In a conversation between people (the
 speaker rule) a damaged line before its first message may have been that first message, which
 decides who asks: no turn of it is stored, recorded once as `conversation_damaged`
 (a damaged line that shows no `task_id` counts for every conversation that starts after it).
@@ -206,6 +208,7 @@ class ChatImportConnector:
             read.issue("parser_error", f"{type(exc).__name__}: {exc}"[:500])
             return
         self._order = list(facts)  # first appearance, for `parse`
+        gaps.settle(set(facts))
         if not facts:
             read.issues.extend(survey.issues)
             return
@@ -230,8 +233,8 @@ class ChatImportConnector:
                         yield self._task(path, import_file, builder, now, final=True)
                     continue
                 try:
-                    gap = gaps.between(msg.task_id, builder.last_line, msg.line)
-                    builder.add(msg, path, read.issues, gap)
+                    lost = gaps.between(msg.task_id, builder.last_line, msg.line)
+                    builder.add(msg, path, read.issues, lost)
                     if msg.line == fact.last_line:
                         del open_tasks[msg.task_id]
                         yield self._task(path, import_file, builder, now, final=True)
@@ -384,6 +387,16 @@ class _Gaps:
         known = isinstance(task_id, str | int) and not isinstance(task_id, bool)
         self.by_task.setdefault(str(task_id).strip() or None if known else None, []).append(line)
 
+    def settle(self, task_ids: set[str]) -> None:
+        """A damaged line whose `task_id` names no conversation of the file (the id itself may
+        be damaged) counts for every conversation, as one that shows none."""
+        strays = [k for k in self.by_task if k is not None and k not in task_ids]
+        if strays:
+            lines = self.by_task.get(None, [])
+            for key in strays:
+                lines += self.by_task.pop(key)
+            self.by_task[None] = sorted(lines)
+
     def before(self, task_id: str, line: int) -> int | None:
         """The first skipped line of `task_id` (or of no known task) before `line`."""
         found = [
@@ -393,18 +406,20 @@ class _Gaps:
         ]
         return min(found) if found else None
 
-    def between(self, task_id: str, after: int, before: int) -> int | None:
-        """The first skipped line of `task_id` (or of no known task) strictly between two lines
-        of that conversation; None when the conversation has no line before (nothing to join)."""
+    def between(self, task_id: str, after: int, before: int) -> list[int]:
+        """The skipped lines of `task_id` (or of no known task) strictly between two lines of
+        that conversation, in order; none when it has no line before (nothing to join)."""
         if after <= 0:
-            return None
-        found = [
-            lines[i]
-            for lines in (self.by_task.get(task_id, ()), self.by_task.get(None, ()))
-            for i in [bisect_right(lines, after)]
-            if i < len(lines) and lines[i] < before
-        ]
-        return min(found) if found else None
+            return []
+        found: list[int] = []
+        for lines in (self.by_task.get(task_id, []), self.by_task.get(None, [])):
+            for at in lines[bisect_right(lines, after) :]:
+                if at >= before:
+                    break
+                found.append(at)
+                if len(found) > 2:  # two are enough to decide (`_Builder.add`)
+                    break
+        return sorted(found)
 
 
 class _Builder:
@@ -424,16 +439,19 @@ class _Builder:
         self.unsure_at: int | None = None
 
     def add(
-        self, msg: _Message, path: Path, issues: list[ParseIssue], gap: int | None = None
+        self, msg: _Message, path: Path, issues: list[ParseIssue], gaps: list[int] | None = None
     ) -> None:
-        """`gap`: a skipped line between the previous message and this one. It may have been a
-        message of either side, so two neighbours on the same side are never joined across it
+        """`gaps`: skipped lines between the previous message and this one. One may have been a
+        message of either side, so two neighbours on the same side are never joined across it;
+        two or more may have been a whole exchange, so no neighbours are joined across them
         (the module docstring, **Damaged lines**)."""
         self.last_line = msg.line
         outcome = self.fact.is_outcome(msg)
-        if gap is not None and outcome and self.outcome:
+        gap = gaps[0] if gaps else None
+        whole = gaps is not None and len(gaps) > 1  # a prompt and its answer may be lost
+        if gap is not None and self.outcome and (outcome or whole):
             self.close()  # answer, gap, answer: the gap may have been the next prompt
-        elif gap is not None and not outcome and self.prompt and not self.outcome:
+        elif gap is not None and self.prompt and not self.outcome and (not outcome or whole):
             for lost in self.prompt:  # prompt, gap, prompt: the gap may have been the answer
                 issues.append(
                     ParseIssue(

@@ -473,3 +473,38 @@ def test_a_claude_code_line_cut_inside_a_character_never_joins_two_turns(tmp_pat
         got = [(t.prompt, t.outcome) for t in result.tasks[0].turns] if result.tasks else []
         assert not own_turn_violations(pieces, got), (at, got)
         assert any(i.line == at + 1 for i in result.issues), result.issues
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "two lines lost",  # a whole exchange: the answer after them is nobody's
+        "a damaged task_id",  # the damaged line names no conversation of the file
+    ],
+)
+def test_no_turn_is_glued_across_two_lost_lines_or_a_damaged_task_id(
+    tmp_path: Path, damage: str
+) -> None:
+    lines = [
+        _chat_line("c1", "user", "first question", 0),
+        _chat_line("c1", "assistant", "first answer", 1),
+        _chat_line("c1", "user", "second question", 2),
+        _chat_line("c1", "assistant", "second answer", 3),
+        _chat_line("c1", "user", "third question", 4),
+        _chat_line("c1", "assistant", "third answer", 5),
+    ]
+    if damage == "two lines lost":
+        lines[1] = lines[1][:-3]  # first answer and second question both cut
+        lines[2] = lines[2][:-3]
+    else:
+        # not UTF-8, and its task_id damaged into one no conversation has
+        lines[1] = lines[1].replace(b'"c1"', b'"cx"').replace(b"first answer", b"first \xff")
+    (tmp_path / "export.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    chat = ChatImportConnector(tmp_path, quiet_after=timedelta(0))
+    result = chat.parse(tmp_path / "export.jsonl")
+    got = [(t.prompt, t.outcome) for task in result.tasks for t in task.turns]
+    assert got == [("third question", "third answer")] or got == [
+        ("second question", "second answer"),
+        ("third question", "third answer"),
+    ], got
+    assert ("first question", "second answer") not in got
