@@ -604,3 +604,8 @@ PACK_MAX_FLAGS = 2
 FORGET_QUERY_MATCHES = 20
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
+
+# --- issue 31, capture integrity (memory_pipeline/capture) ------------------------------------
+# How much of a line the reader skipped a connector sees (JsonlRead.on_skip): enough for the
+# fields a record starts with; the chat import finds a damaged line's `task_id` in it.
+CAPTURE_SKIPPED_HEAD_BYTES = 4096

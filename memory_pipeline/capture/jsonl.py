@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.tuning import CAPTURE_SKIPPED_HEAD_BYTES
 
 # A single line longer than this is skipped (recorded), not parsed: no legitimate transcript record
 # needs it and json.loads on it would hold several copies in memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
-# How much of a skipped line `JsonlRead.on_skip` is shown (the fields a line starts with).
-SKIPPED_HEAD_BYTES = 4096
 # Issues for which the reader skipped a whole line (what it held is lost to the connector).
 SKIPPED_LINE_REASONS = frozenset(
     {"binary", "invalid_json", "truncated_line", "too_deep", "line_too_long"}
@@ -42,8 +41,8 @@ class JsonlRead:
     issues: list[ParseIssue] = field(default_factory=list)
     lines_read: int = 0
     size: int = 0  # the bytes the pass read up to (the file's size when it was opened)
-    # Called with (line number, first SKIPPED_HEAD_BYTES bytes) of every line the reader skips,
-    # so a connector can tell which task a damaged line probably belonged to.
+    # Called with (line number, first CAPTURE_SKIPPED_HEAD_BYTES bytes) of every line the reader
+    # skips, so a connector can tell which task a damaged line probably belonged to.
     on_skip: Callable[[int, bytes], None] | None = None
 
     def issue(self, reason: str, detail: str = "", line: int | None = None) -> None:
@@ -51,7 +50,7 @@ class JsonlRead:
 
     def skipped(self, line: int, raw: bytes) -> None:
         if self.on_skip is not None:
-            self.on_skip(line, raw[:SKIPPED_HEAD_BYTES])
+            self.on_skip(line, raw[:CAPTURE_SKIPPED_HEAD_BYTES])
 
 
 def iter_jsonl(
