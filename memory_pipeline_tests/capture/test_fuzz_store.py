@@ -1,6 +1,6 @@
 """A damaged copy of a task in a second file, captured into a real database: never merged
 silently, no stored turn with text of another turn, a second run changes nothing
-(`support/fuzz_checks_store.py`, S1-S5). A few dozen cases here; `make fuzz` runs thousands."""
+(`support/fuzz_checks_store.py`, S1-S5). A dozen cases each here; `make fuzz` runs thousands."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from memory_pipeline_tests.support.mutations import Mutated, mutated_file
 CHATS = [chat_import_original(path) for path in CHAT_IMPORT_FIXTURES]
 ROLLOUTS = [codex_original(path) for path in CODEX_FIXTURES]
 FUZZ = settings(
-    max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
 )
 
 
