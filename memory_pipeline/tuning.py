@@ -44,6 +44,9 @@ CAPTURE_JSON_MAX_DEPTH = 32
 # A native id or path longer than this is shortened (head + sha256) where it is only a key for a
 # recorded skip: a btree index entry holds about 2,700 bytes, and a skip must always be storable.
 CAPTURE_SKIP_KEY_MAX_CHARS = 500
+# How much of a line the reader skipped a connector sees (JsonlRead.on_skip): enough for the
+# fields a record starts with; the chat import finds a damaged line's `task_id` in it.
+CAPTURE_SKIPPED_HEAD_BYTES = 4096
 # The chat import (capture/chat_import.py) streams: a conversation is stored as soon as its last
 # line is read, and a conversation longer than this many characters of turn text is stored in
 # batches of about this size (store.py aligns a batch by its turns' ordinals), so capturing one

@@ -3,15 +3,24 @@
 For each parser, hypothesis draws a fixture and damages one to three of its lines
 (`memory_pipeline_tests/support/mutations.py`: truncation, byte flips, invalid UTF-8, BOM, NUL,
 lone surrogates, nesting 1,000 or 100,000 deep, wrong JSON types, edge timestamps, dropped keys,
-lines of 70 KB to 3 MB, inserted junk lines), and the parser's property check runs on it: the
-same checks the default test run uses for a few hundred cases (`test_fuzz_<parser>.py`), here
-10,000 per parser by default. A violated property is counted, not fatal, so one run reports every
+lines of 70 KB to 3 MB, a cut inside a multi-byte character, a moved cwd, inserted junk lines),
+and the parser's property check runs on it: the same checks the default test run uses for a few
+hundred cases (`test_fuzz_<parser>.py`, `test_fuzz_store.py`), here 10,000 per parser by
+default. A violated property is counted, not fatal, so one run reports every
 failure; the first few are printed, and each failing file is kept for reproduction.
 
     .venv/bin/python scripts/fuzz_capture.py [--cases N] [--parser NAME] [--seed S]
     make fuzz    # all parsers, 10,000 cases each (CASES=N to change)
 
-NAME is codex, claude_code, chat_import or all (the default).
+NAME is codex, claude_code, chat_import, chat_import_store, codex_store or all (the default).
+The two `_store` targets put the damaged copy beside its original in a second file (the same
+tasks claimed twice) and capture both into a database of their own (an embedded server started
+for the run): never merged silently, no stored turn with another turn's text, a second run
+changes no row (`memory_pipeline_tests/support/fuzz_checks_store.py`).
+
+Every parser's check includes "no captured turn holds text that was not in its own lines"
+(`memory_pipeline_tests/support/own_turns.py`); mutations include a line cut inside a multi-byte
+UTF-8 character with lines after it, and a record whose cwd moves to another directory.
 
 Prints, per parser: cases, failures, seconds and the distinct mutation kinds seen. Exit status 0
 when every property held, 1 when one failed, 2 when a parser's check module is missing.
@@ -48,6 +57,7 @@ class Parser:
     fixtures: str
     original: str
     check: str
+    data: str | None = None  # where fixtures and original live, when not in `module`
 
 
 PARSERS = {
@@ -68,6 +78,21 @@ PARSERS = {
         "CHAT_IMPORT_FIXTURES",
         "chat_import_original",
         "check_chat_import",
+    ),
+    # The damaged copy beside the original in a second file, captured into a database.
+    "chat_import_store": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_store",
+        "CHAT_IMPORT_FIXTURES",
+        "chat_import_original",
+        "chat_import_store",
+        "memory_pipeline_tests.support.fuzz_checks_chat_import",
+    ),
+    "codex_store": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_store",
+        "CODEX_FIXTURES",
+        "codex_original",
+        "codex_store",
+        "memory_pipeline_tests.support.fuzz_checks_codex",
     ),
 }
 SHOWN_FAILURES = 3
@@ -96,12 +121,14 @@ def load(name: str) -> tuple[list[Any], Callable[[Mutated, Any], None]]:
             raise
         path = spec.module.replace(".", "/") + ".py"
         raise MissingCheck(f"{path} is missing: it must define {spec.check}") from None
-    missing = [a for a in (spec.fixtures, spec.original, spec.check) if not hasattr(module, a)]
+    data = importlib.import_module(spec.data) if spec.data else module
+    missing = [a for a in (spec.fixtures, spec.original) if not hasattr(data, a)]
+    missing += [spec.check] if not hasattr(module, spec.check) else []
     if missing:
         raise MissingCheck(f"{spec.module} does not define {', '.join(missing)}")
-    originals = [getattr(module, spec.original)(path) for path in getattr(module, spec.fixtures)]
+    originals = [getattr(data, spec.original)(path) for path in getattr(data, spec.fixtures)]
     if not originals:
-        raise MissingCheck(f"{spec.module}.{spec.fixtures} is empty")
+        raise MissingCheck(f"{data.__name__}.{spec.fixtures} is empty")
     return originals, getattr(module, spec.check)
 
 

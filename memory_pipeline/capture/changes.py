@@ -30,9 +30,10 @@ from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.capture.files import skipped_files
 from memory_pipeline.capture.models import Connector, NamesOutsideTranscripts, ParseIssue
 from memory_pipeline.capture.report import CaptureReport
-from memory_pipeline.capture.store import path_text, record_file_issue
+from memory_pipeline.capture.store import path_text, record_file_issue, unrecorded_file_issues
 from memory_pipeline.capture.unreadable import no_task_issue
 from memory_pipeline.partitions import PARTITION_START
 
@@ -171,6 +172,9 @@ def scan_changes(
             log.warning("%s", failure.describe())
             scan.failures.append(failure)
             paths = []
+        special = unrecorded_file_issues(conn, connector.source, skipped_files(connector))
+        for issue in special:  # never opened (files.py); recorded below, once
+            scan.failures.append(Failure(connector.source, issue.path, issue.reason, issue.detail))
         for path in paths:
             scan.files_seen += 1
             try:

@@ -10,7 +10,7 @@ order (not the timestamps) is the order of the messages.
 
 | field | required | meaning |
 |---|---|---|
-| `task_id` | yes | The conversation this message belongs to (string). Must be unique across the whole import directory: the same `task_id` in two files is read as two tasks with the same identity. |
+| `task_id` | yes | The conversation this message belongs to (string). Unique across the whole import directory: the same `task_id` in a second file is a different conversation, kept apart under `<task_id> @ <file>` and recorded as a `task_conflict` (`capture/store.py`). |
 | `text` | yes | The message text (non-empty string). |
 | `timestamp` | yes | When the message was written, ISO 8601 (`2026-10-19T14:05:00+02:00`, `...Z`). A timestamp without an offset is read as UTC. |
 | `role` | when `speaker` is absent | `"user"`, `"assistant"` or `"human"`. `"user"` and `"human"` are people, `"assistant"` is an AI. |
@@ -45,6 +45,22 @@ one or more consecutive outcome-side messages; the next prompt-side message star
   the first prompt of a conversation cannot form a turn; they are skipped and reported
   (`outcome_without_prompt`).
 
+**Damaged lines.** A line that cannot be read (cut off, not UTF-8, not JSON, a message with a bad
+field) is skipped and recorded with its line number; it is never decoded with replacement
+characters (its structure may be damaged too, and a damaged secret would escape redaction). It
+may have held a message of either side, so the messages on each side of it are never joined
+into one turn when they are on the same side: an answer after it, following an answer, is
+recorded as `outcome_without_prompt` (its prompt may be the lost line); a prompt before it that
+is followed by another prompt is not stored, recorded as `turn_damaged` (its answer may be the
+lost line). Messages on different sides of one damaged line form turns as usual (at most the
+lost message is missing from them); across two or more damaged lines (a whole exchange may be
+lost) nothing is joined: the turn before them ends there (or, a prompt only, is not stored, as
+above) and an answer after them is `outcome_without_prompt`. The damaged line counts for its own conversation when it still shows its
+`task_id` (of a conversation of the file), else for every conversation it lies inside. In a conversation between people (the
+speaker rule) a damaged line before its first message may have been that first message, which
+decides who asks: no turn of it is stored, recorded once as `conversation_damaged`
+(a damaged line that shows no `task_id` counts for every conversation that starts after it).
+
 Every imported conversation is user-owned (the user put the file there). Its start time is its
 earliest message timestamp.
 
@@ -65,6 +81,9 @@ Example (a user/assistant export and a design review between two colleagues in o
 
 from __future__ import annotations
 
+import json
+import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -72,6 +91,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline import tuning
+from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead, iter_jsonl
 from memory_pipeline.capture.models import (
     OwnershipVerdict,
@@ -129,11 +149,17 @@ class ChatImportConnector:
         self.quiet_after = quiet_after
         self._now = now or (lambda: datetime.now(UTC))
         self._order: list[str] = []
+        self.skipped_files: list[ParseIssue] = []  # of the last discover()
 
     def discover(self) -> list[Path]:
+        """Every regular `*.jsonl` under the import directory; special files (a FIFO, a
+        directory, a symlink out of it...) go to `skipped_files` (capture/files.py)."""
+        self.skipped_files = []
         if not self.import_dir.is_dir():
             return []
-        return sorted(p for p in self.import_dir.rglob("*.jsonl") if p.is_file())
+        return sort_candidates(
+            list(self.import_dir.rglob("*.jsonl")), self.import_dir, self.skipped_files
+        )
 
     def task_days(self, path: Path) -> set[date]:
         """Never raises: the sensor and `memory-pipeline run` call it on every changed file
@@ -167,10 +193,12 @@ class ChatImportConnector:
         `CHAT_IMPORT_BATCH_CHARS` (`partial`). The second pass reads only the bytes the first
         read, so a line appended in between waits for the next run.
         """
-        survey = JsonlRead(path=path)  # its issues are the second pass's too: not kept twice
+        gaps = _Gaps()
+        # Its issues are the second pass's too: not kept twice.
+        survey = JsonlRead(path=path, on_skip=gaps.skipped_line)
         facts: dict[str, _Facts] = {}
         try:
-            for _line_no, msg in self._messages(path, survey):
+            for _line_no, msg in self._messages(path, survey, gaps=gaps):
                 known = facts.get(msg.task_id)
                 if known is None:
                     facts[msg.task_id] = _Facts(msg)
@@ -180,6 +208,7 @@ class ChatImportConnector:
             read.issue("parser_error", f"{type(exc).__name__}: {exc}"[:500])
             return
         self._order = list(facts)  # first appearance, for `parse`
+        gaps.settle(set(facts))
         if not facts:
             read.issues.extend(survey.issues)
             return
@@ -194,8 +223,18 @@ class ChatImportConnector:
                 builder = open_tasks.get(msg.task_id)
                 if builder is None:
                     builder = open_tasks[msg.task_id] = _Builder(fact)
+                    if fact.rule == "speakers":
+                        builder.unsure_at = gaps.before(msg.task_id, msg.line)
+                if builder.unsure_at is not None:
+                    if msg.line == fact.last_line:  # no turn stored: recorded, at its start
+                        del open_tasks[msg.task_id]
+                        read.issues.append(_unsure(path, fact, builder.unsure_at))
+                        builder.prompt, builder.outcome = [], []
+                        yield self._task(path, import_file, builder, now, final=True)
+                    continue
                 try:
-                    builder.add(msg, path, read.issues)
+                    lost = gaps.between(msg.task_id, builder.last_line, msg.line)
+                    builder.add(msg, path, read.issues, lost)
                     if msg.line == fact.last_line:
                         del open_tasks[msg.task_id]
                         yield self._task(path, import_file, builder, now, final=True)
@@ -213,12 +252,16 @@ class ChatImportConnector:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _messages(self, path: Path, read: JsonlRead, max_bytes: int | None = None):
+    def _messages(
+        self, path: Path, read: JsonlRead, max_bytes: int | None = None, gaps: _Gaps | None = None
+    ):
         for line_no, obj in iter_jsonl(path, read, max_bytes=max_bytes):
             try:
                 yield line_no, _message(line_no, obj)
             except _LineError as err:
                 read.issue(err.reason, err.detail, line_no)
+                if gaps is not None:
+                    gaps.skipped_object(line_no, obj)
 
     def _import_file(self, path: Path) -> str:
         try:
@@ -285,7 +328,7 @@ class _Facts:
         self.speakers: dict[str, None] = {}
         self.title: TaskTitle | None = None
         self.started_at = self.last_at = msg.timestamp
-        self.last_line = msg.line
+        self.last_line = self.first_line = msg.line
         self.add(msg)
 
     def add(self, msg: _Message) -> None:
@@ -314,6 +357,71 @@ class _Facts:
         return msg.who != self.first_who
 
 
+_TASK_ID = re.compile(rb'"task_id"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(-?\d+))')
+
+
+class _Gaps:
+    """Lines the reader skipped (damaged, or a message it could not read) and the conversation
+    each probably belonged to: its `task_id` when the damaged line still shows one, else None
+    (any conversation the line lies inside)."""
+
+    def __init__(self) -> None:
+        self.by_task: dict[str | None, list[int]] = {}
+
+    def skipped_line(self, line: int, head: bytes) -> None:
+        match = _TASK_ID.search(head)
+        task_id: str | None = None
+        if match is not None:
+            raw = match.group(1) if match.group(1) is not None else match.group(2)
+            try:
+                value = json.loads(b'"' + raw + b'"') if match.group(1) is not None else raw
+                task_id = (value.decode() if isinstance(value, bytes) else value).strip() or None
+            except (ValueError, UnicodeDecodeError):
+                task_id = None
+        self.by_task.setdefault(task_id, []).append(line)
+
+    def skipped_object(self, line: int, obj: dict[str, Any]) -> None:
+        """A line that parsed but is no message (even one without text: it may have been the
+        turn boundary between its neighbours)."""
+        task_id = obj.get("task_id")
+        known = isinstance(task_id, str | int) and not isinstance(task_id, bool)
+        self.by_task.setdefault(str(task_id).strip() or None if known else None, []).append(line)
+
+    def settle(self, task_ids: set[str]) -> None:
+        """A damaged line whose `task_id` names no conversation of the file (the id itself may
+        be damaged) counts for every conversation, as one that shows none."""
+        strays = [k for k in self.by_task if k is not None and k not in task_ids]
+        if strays:
+            lines = self.by_task.get(None, [])
+            for key in strays:
+                lines += self.by_task.pop(key)
+            self.by_task[None] = sorted(lines)
+
+    def before(self, task_id: str, line: int) -> int | None:
+        """The first skipped line of `task_id` (or of no known task) before `line`."""
+        found = [
+            lines[0]
+            for lines in (self.by_task.get(task_id, ()), self.by_task.get(None, ()))
+            if lines and lines[0] < line
+        ]
+        return min(found) if found else None
+
+    def between(self, task_id: str, after: int, before: int) -> list[int]:
+        """The skipped lines of `task_id` (or of no known task) strictly between two lines of
+        that conversation, in order; none when it has no line before (nothing to join)."""
+        if after <= 0:
+            return []
+        found: list[int] = []
+        for lines in (self.by_task.get(task_id, []), self.by_task.get(None, [])):
+            for at in lines[bisect_right(lines, after) :]:
+                if at >= before:
+                    break
+                found.append(at)
+                if len(found) > 2:  # two are enough to decide (`_Builder.add`)
+                    break
+        return sorted(found)
+
+
 class _Builder:
     """One conversation's turns as its messages arrive; only unstored turns are held."""
 
@@ -325,16 +433,49 @@ class _Builder:
         self.ordinal = 0  # the next turn's ordinal in the whole conversation
         self.chars = 0  # text held in `turns`
         self.batched = False  # an earlier batch of this conversation was handed on
+        self.last_line = 0  # the line of the conversation's previous message
+        # A damaged line before the first message of a conversation between people: it may
+        # have been the first message, which decides who asks. Such a conversation is not read.
+        self.unsure_at: int | None = None
 
-    def add(self, msg: _Message, path: Path, issues: list[ParseIssue]) -> None:
-        if self.fact.is_outcome(msg):
+    def add(
+        self, msg: _Message, path: Path, issues: list[ParseIssue], gaps: list[int] | None = None
+    ) -> None:
+        """`gaps`: skipped lines between the previous message and this one. One may have been a
+        message of either side, so two neighbours on the same side are never joined across it;
+        two or more may have been a whole exchange, so no neighbours are joined across them
+        (the module docstring, **Damaged lines**)."""
+        self.last_line = msg.line
+        outcome = self.fact.is_outcome(msg)
+        gap = gaps[0] if gaps else None
+        whole = gaps is not None and len(gaps) > 1  # a prompt and its answer may be lost
+        if gap is not None and self.outcome and (outcome or whole):
+            self.close()  # answer, gap, answer: the gap may have been the next prompt
+        elif gap is not None and self.prompt and not self.outcome and (not outcome or whole):
+            for lost in self.prompt:  # prompt, gap, prompt: the gap may have been the answer
+                issues.append(
+                    ParseIssue(
+                        path=str(path),
+                        line=lost.line,
+                        reason="turn_damaged",
+                        detail=f"task {self.fact.task_id!r}: a prompt whose answer may be the"
+                        f" damaged line {gap}; not stored",
+                    )
+                )
+            self.prompt = []
+        if outcome:
             if not self.prompt:
+                where = (
+                    f"after the damaged line {gap} (its prompt may be there)"
+                    if gap is not None
+                    else "before the first prompt"
+                )
                 issues.append(
                     ParseIssue(
                         path=str(path),
                         line=msg.line,
                         reason="outcome_without_prompt",
-                        detail=f"task {self.fact.task_id!r}: an answer before the first prompt",
+                        detail=f"task {self.fact.task_id!r}: an answer {where}",
                     )
                 )
                 return
@@ -350,6 +491,16 @@ class _Builder:
         self.ordinal += 1
         self.chars += len(turn.prompt) + len(turn.outcome)
         self.prompt, self.outcome = [], []
+
+
+def _unsure(path: Path, fact: _Facts, gap: int) -> ParseIssue:
+    return ParseIssue(
+        path=str(path),
+        line=fact.first_line,
+        reason="conversation_damaged",
+        detail=f"task {fact.task_id!r}: the damaged line {gap} before its first message may"
+        " have been that message, which decides who asks (the speaker rule); not stored",
+    )
 
 
 def _turn(ordinal: int, prompt: list[_Message], outcome: list[_Message]) -> ParsedTurn:

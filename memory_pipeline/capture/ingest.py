@@ -10,7 +10,9 @@ run, isolated by line, task, file and source:
   (a savepoint), recorded as a `store_failed` task skip, and the file's other tasks are stored;
 * a file whose `task_days`, parse or storing fails as a whole is rolled back alone and recorded
   (`task_days_failed`, `parser_error`, `store_failed`); the run goes on with the next file;
-* a connector whose `discover()` fails is recorded (`discover_failed`); the others go on.
+* a connector whose `discover()` fails is recorded (`discover_failed`); the others go on;
+* a special file with a transcript's name (a FIFO, a device, a directory, a symlink out of the
+  source root) is never opened: recorded as `not_a_regular_file` / `symlink_outside_source`.
 
 A file with a failed task, or with a task that will complete by time alone (`settles_at`, the chat
 import's quiet rule), is not marked captured, so the hourly catch-up reads it again. Only a lost
@@ -27,6 +29,7 @@ from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.capture.files import skipped_files
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import Connector, ParsedTask, ParseIssue, ParseResult
 from memory_pipeline.capture.report import CaptureReport
@@ -37,6 +40,7 @@ from memory_pipeline.capture.store import (
     record_store_failure,
     store_task,
     task_day,
+    unrecorded_file_issues,
 )
 from memory_pipeline.capture.unreadable import no_task_issue
 from memory_pipeline.forget.privacy import CaptureRules
@@ -91,6 +95,9 @@ def capture_window(
         except Exception as exc:
             _failed(conn, connector.source, "", "discover_failed", exc, report)
             continue
+        with conn.transaction():  # special files, never opened (files.py): the same row each run
+            for issue in unrecorded_file_issues(conn, connector.source, skipped_files(connector)):
+                record_file_issue(conn, connector.source, issue, report)
         for path in paths:
             report.files_seen += 1
             try:

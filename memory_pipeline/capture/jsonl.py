@@ -13,18 +13,24 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.tuning import CAPTURE_SKIPPED_HEAD_BYTES
 
 # A single line longer than this is skipped (recorded), not parsed: no legitimate transcript record
 # needs it and json.loads on it would hold several copies in memory.
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
+# Issues for which the reader skipped a whole line (what it held is lost to the connector).
+SKIPPED_LINE_REASONS = frozenset(
+    {"binary", "invalid_json", "truncated_line", "too_deep", "line_too_long"}
+)
 
 
 @dataclass
@@ -35,9 +41,16 @@ class JsonlRead:
     issues: list[ParseIssue] = field(default_factory=list)
     lines_read: int = 0
     size: int = 0  # the bytes the pass read up to (the file's size when it was opened)
+    # Called with (line number, first CAPTURE_SKIPPED_HEAD_BYTES bytes) of every line the reader
+    # skips, so a connector can tell which task a damaged line probably belonged to.
+    on_skip: Callable[[int, bytes], None] | None = None
 
     def issue(self, reason: str, detail: str = "", line: int | None = None) -> None:
         self.issues.append(ParseIssue(path=str(self.path), line=line, reason=reason, detail=detail))
+
+    def skipped(self, line: int, raw: bytes) -> None:
+        if self.on_skip is not None:
+            self.on_skip(line, raw[:CAPTURE_SKIPPED_HEAD_BYTES])
 
 
 def iter_jsonl(
@@ -51,10 +64,17 @@ def iter_jsonl(
     exactly what a first pass read).
     """
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+        # O_NONBLOCK: a FIFO put in the file's place after discovery looked must not block the
+        # run (discovery never lists one, capture/files.py); it is refused just below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         read.issue("unreadable", f"{type(exc).__name__}: {exc.strerror or exc}")
         return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        read.issue("not_a_regular_file", "not a regular file; not read")
+        return
+    fh = os.fdopen(fd, "rb")
     try:
         st = os.fstat(fh.fileno())
         limit = st.st_size if max_bytes is None else min(st.st_size, max_bytes)
@@ -92,6 +112,7 @@ def iter_jsonl(
             if len(buf) > MAX_LINE_BYTES:
                 if not skipping_long:
                     read.issue("line_too_long", f"> {MAX_LINE_BYTES} bytes", line_no + 1)
+                    read.skipped(line_no + 1, buf)
                 skipping_long = True
                 buf = b""
         if buf and not skipping_long:
@@ -118,22 +139,30 @@ def _decode(raw: bytes, line_no: int, read: JsonlRead, last_line: bool = False) 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
+        # Skipped, not decoded with replacement characters: a line whose bytes are damaged may
+        # be damaged in its structure too, and a secret with one bad byte would no longer match
+        # the redaction rules. The connector decides what the gap means for the turn around it.
         read.issue("binary", "line is not UTF-8", line_no)
+        read.skipped(line_no, raw)
         return None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         reason = "truncated_line" if last_line else "invalid_json"
         read.issue(reason, exc.msg, line_no)
+        read.skipped(line_no, raw)
         return None
     except RecursionError:
         read.issue("too_deep", "JSON nested deeper than the decoder can follow", line_no)
+        read.skipped(line_no, raw)
         return None
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
         read.issue("invalid_json", str(exc)[:200], line_no)
+        read.skipped(line_no, raw)
         return None
     if not isinstance(obj, dict):
         read.issue("invalid_json", f"line is a JSON {type(obj).__name__}, not an object", line_no)
+        read.skipped(line_no, raw)
         return None
     return obj
 

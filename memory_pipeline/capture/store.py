@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -48,6 +49,7 @@ from memory_pipeline.tuning import (
 # File problems that describe a moment, not the file: a live transcript's half-written last line
 # is complete on the next run. They go to run metadata only, never to capture_skips.
 TRANSIENT_ISSUES = frozenset({"truncated_line", "changed_while_reading"})
+TASK_CONFLICT = "task_conflict"  # capture_skips reason (kind 'task'): two files claim one task
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -335,6 +337,15 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
     fix = Storable()
     native_id = fix.text(task.native_id)
     source_path = fix.path(task.source_path)
+    claimed = _claim(conn, task, native_id, source_path)
+    if claimed is None:  # another file holds this task: recorded, this copy is not captured
+        report.count_skip(task.source, task.native_id, TASK_CONFLICT)
+        return
+    if claimed != native_id:  # kept apart under its own key (a chat import)
+        native_id = claimed
+        if task_forgotten(conn, task.source, native_id):
+            report.count_skip(task.source, native_id, "forgotten")
+            return
     private = rules.is_private(task.source, task.native_context)
     title = _title(task, fix)
     # Insert-or-nothing first, then lock the row: two runs capturing the same task at once
@@ -458,6 +469,87 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
     report.tasks_with_new_turns += 1
 
 
+def apart_id(task: ParsedTask) -> str:
+    """The key a chat import conversation is kept under when another file already holds its
+    `task_id`: the id and the import file it came from."""
+    where = task.native_context.get("import_file") or task.source_path
+    return f"{task.native_id} @ {where}"
+
+
+def _claim(
+    conn: psycopg.Connection, task: ParsedTask, native_id: str, source_path: str
+) -> str | None:
+    """The native id this file's copy of the task is stored under, or None when it is not
+    stored because another file holds the same task (both recorded as `task_conflict`).
+
+    A task already stored from another file that still exists is a conflict; a stored file that
+    is gone was moved (a Codex thread archived, an export renamed): not a conflict. A chat import
+    conversation is kept apart under `apart_id` (two exports that reuse an id are two different
+    conversations); a Codex or Claude Code copy (the same session id: the same session, e.g. a
+    copy in both sessions/ and archived_sessions/) is not captured. The first file stored keeps
+    the task, so every later run decides the same.
+    """
+    if task.source == "chat_import":
+        apart = storable(apart_id(task))[0]
+        row = conn.execute(
+            "SELECT 1 FROM captured_tasks WHERE source = %s AND native_id = %s",
+            [task.source, apart],
+        ).fetchone()
+        if row is not None:
+            return apart
+    row = conn.execute(
+        "SELECT source_path FROM captured_tasks WHERE source = %s AND native_id = %s",
+        [task.source, native_id],
+    ).fetchone()
+    if row is None or row[0] == source_path or not _file_exists(row[0]):
+        return native_id
+    other = row[0]
+    if task.source == "chat_import":
+        kept = f"kept apart as {apart!r}"
+        record_conflict(conn, task, other, kept, apart)
+        return apart
+    record_conflict(conn, task, other, "this copy is not captured", None)
+    return None
+
+
+def _file_exists(path: str) -> bool:
+    try:
+        return os.path.isfile(path)
+    except (OSError, ValueError):
+        return False
+
+
+def record_conflict(
+    conn: psycopg.Connection, task: ParsedTask, other: str, outcome: str, kept_as: str | None
+) -> None:
+    """Two files claim one task: a task skip `task_conflict` on the second file, naming both."""
+    fix = Storable()
+    this = fix.path(task.source_path)
+    detail = f"task {fix.text(task.native_id)[:100]!r} of {this} is also in {other}; {outcome}"
+    try:
+        day: date | None = task_day(task)
+    except (OverflowError, ValueError):
+        day = None
+    conn.execute(
+        "INSERT INTO capture_skips (kind, source, native_id, path, reason, detail, ownership,"
+        " evidence, partition_day) VALUES ('task', %s, %s, %s, %s, %s, %s, %s, %s)"
+        " ON CONFLICT (kind, source, native_id, path, line, reason) DO UPDATE"
+        " SET detail = EXCLUDED.detail, evidence = EXCLUDED.evidence"
+        " WHERE capture_skips.detail IS DISTINCT FROM EXCLUDED.detail"
+        " OR capture_skips.evidence IS DISTINCT FROM EXCLUDED.evidence",
+        [
+            task.source,
+            skip_key(fix.text(task.native_id)),
+            skip_key(this),
+            TASK_CONFLICT,
+            fix.text(detail)[:500],
+            task.ownership.ownership,
+            Jsonb({"paths": [other, this], "kept_as": kept_as}),
+            day,
+        ],
+    )
+
+
 def record_task_skip(conn: psycopg.Connection, task: ParsedTask, day: date) -> None:
     fix = Storable()
     conn.execute(
@@ -552,6 +644,24 @@ def record_file_issue(
             fix.text(issue.detail[:500]),
         ],
     )
+
+
+def unrecorded_file_issues(
+    conn: psycopg.Connection, source: str, issues: list[ParseIssue]
+) -> list[ParseIssue]:
+    """The file-level issues (no line) not yet in `capture_skips`: a special file is recorded
+    and reported once, not on every run or sensor look."""
+    if not issues:
+        return []
+    keys = [skip_key(path_text(i.path)[0]) for i in issues]
+    known = set(
+        conn.execute(
+            "SELECT path, reason FROM capture_skips WHERE kind = 'file' AND source = %s"
+            " AND line = 0 AND path = ANY(%s)",
+            [source, keys],
+        ).fetchall()
+    )
+    return [i for i, key in zip(issues, keys, strict=True) if (key, i.reason) not in known]
 
 
 def _title(task: ParsedTask, fix: Storable) -> TaskTitle | None:

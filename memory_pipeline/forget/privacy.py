@@ -19,9 +19,15 @@ changes nothing.
   compared case-insensitively, globs allowed;
 - `source:KIND`: every task of one source (`codex`, `claude_code`, `chat_import`).
 
+A task that moved (a Codex turn_context or Claude Code record with another cwd) reports every
+directory it ran in (`cwds` of its native context): a `cwd:` rule matches any of them, and a
+`repo:` rule also the last directory of each later one (its remote is not recorded).
+
 An excluded task is not captured at all (recorded in `capture_skips` with reason `excluded` and
-the rule that matched); a private task is captured with `private = true`, and the memories that
-rest on it are private (sql/019).
+the rule that matched). A task that becomes excluded later (it moved into an excluded directory,
+or the rule is new) stops capturing from then on and is recorded; the turns stored before stay
+(stored turns never change; `forget --task` removes them). A private task is captured with
+`private = true`, and the memories that rest on it are private (sql/019).
 """
 
 from __future__ import annotations
@@ -84,9 +90,11 @@ class Rule:
             return source == self.pattern
         cwd = native_context.get("cwd") if isinstance(native_context, dict) else None
         cwd = cwd if isinstance(cwd, str) and cwd else None
+        later = _later_cwds(native_context, cwd)
         if self.kind == "cwd":
-            return cwd is not None and _cwd_matches(self.pattern, cwd)
+            return any(_cwd_matches(self.pattern, c) for c in ([cwd] if cwd else []) + later)
         names = _repo_names(native_context, cwd)
+        names += [posixpath.basename(posixpath.normpath(c)).lower() for c in later]
         return any(fnmatch.fnmatchcase(n, self.pattern.lower()) for n in names)
 
 
@@ -149,6 +157,14 @@ def _cwd_matches(pattern: str, cwd: str) -> bool:
         if parent == path:
             return False
         path = parent
+
+
+def _later_cwds(native_context: dict[str, Any], first: str | None) -> list[str]:
+    """The other directories a task moved to (`cwds` of its native context), if any."""
+    cwds = native_context.get("cwds") if isinstance(native_context, dict) else None
+    if not isinstance(cwds, list):
+        return []
+    return [c for c in cwds if isinstance(c, str) and c and c != first]
 
 
 def _repo_names(native_context: dict[str, Any], cwd: str | None) -> list[str]:

@@ -265,12 +265,17 @@ def test_bad_lines_become_issues_and_the_rest_is_imported(tmp_path: Path) -> Non
         (9, "missing_field"),
         (10, "bad_field"),
         (11, "invalid_json"),
+        # Ten skipped lines between the prompt and the answer may hold a whole exchange (line 2
+        # may have been the answer of line 1, line 4 the question of line 12): the two are not
+        # joined into one turn (issue 31), each is recorded instead.
+        (1, "turn_damaged"),
+        (12, "outcome_without_prompt"),
         (13, "bad_field"),
         (14, "bad_timestamp"),
     ]
     assert all(i.path == str(path) for i in result.issues)
     [task] = result.tasks
-    assert [(t.prompt, t.outcome) for t in task.turns] == [("ok prompt", "ok answer")]
+    assert task.turns == []
 
 
 def test_outcome_before_first_prompt_is_reported(tmp_path: Path) -> None:

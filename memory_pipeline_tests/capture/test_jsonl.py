@@ -94,7 +94,7 @@ def test_empty_unreadable_and_missing_files(tmp_path: Path) -> None:
     directory.mkdir()
     for path, reason in (
         (empty, "empty_file"),
-        (directory, "unreadable"),
+        (directory, "not_a_regular_file"),  # never read (capture/files.py)
         (tmp_path / "gone.jsonl", "unreadable"),
     ):
         records, read = read_all(path)

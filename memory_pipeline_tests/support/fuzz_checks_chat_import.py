@@ -16,11 +16,16 @@ an original O (every line of O a valid message) by damaging or inserting a few l
    the tasks `parse(M)` returns (the sensor and the partition run agree on where a task goes).
 2. Every intact line is captured. Each line of O that is byte-identical in M is a message, and it
    is in a turn of its conversation (`task_id`): its text is in that turn's prompt or outcome, and
-   its `message_id`, if any, in that turn's message ids. The one exception is an answer that lost
-   the prompt before it (the damaged line was that prompt): it is reported on its own line as
-   `outcome_without_prompt`, never dropped silently. Line numbers are M's as the reader counts
-   them (a damaged line may hold newlines).
-3. Everything is storable. What the store writes from each task, made storable by
+   its `message_id`, if any, in that turn's message ids. The exceptions are the neighbours of a
+   damaged line that the connector will not join across it, each reported on its own line, never
+   dropped silently: an answer after it that follows an answer (the damaged line may have been
+   its prompt, `outcome_without_prompt`), and a prompt before it followed by a prompt (the damaged
+   line may have been its answer, `turn_damaged`), and a conversation between people with a
+   damaged line before its first message (`conversation_damaged`: who asks is not known).
+   Line numbers are M's as the reader counts them (a damaged line may hold newlines).
+3. No turn holds text that was not in its own lines: no turn of `parse(M)` holds messages of
+   two turns of O (`support/own_turns.py`); a damaged line never joins its neighbours.
+4. Everything is storable. What the store writes from each task, made storable by
    `capture/store.py`'s functions (turn text and ids, title, native id, the JSONB native context),
    encodes as UTF-8 and holds no NUL; the JSONB value is strict JSON (no NaN).
 """
@@ -30,15 +35,17 @@ from __future__ import annotations
 import json
 import tempfile
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.capture.chat_import import ChatImportConnector
+from memory_pipeline.capture.chat_import import ChatImportConnector, _message
 from memory_pipeline.capture.models import ParsedTask, ParseResult
 from memory_pipeline.capture.store import Storable, clean_turn
 from memory_pipeline_tests.support.mutations import Mutated, fixture_lines
+from memory_pipeline_tests.support.own_turns import own_turn_violations
 
 REPO = Path(__file__).resolve().parents[2]
 # The demo corpus's exports (a ChatGPT-style export with message ids; a design review between two
@@ -59,6 +66,7 @@ class ChatImportOriginal:
     source: Path
     lines: list[bytes]
     messages: list[tuple[str, str, str | None]]  # per line: task_id, text, message_id
+    pieces: tuple[tuple[tuple[str, int], str], ...] = ()  # ((task_id, turn ordinal), text)
 
 
 def chat_import_original(source: Path) -> ChatImportOriginal:
@@ -74,7 +82,17 @@ def chat_import_original(source: Path) -> ChatImportOriginal:
                 None if message_id is None else str(message_id).strip(),
             )
         )
-    return ChatImportOriginal(source=source, lines=lines, messages=messages)
+    with tempfile.TemporaryDirectory(prefix="fuzz-chat-") as tmp:
+        path = Path(tmp) / "export.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        parsed = connector(Path(tmp)).parse(path)
+    pieces = []
+    for task in parsed.tasks:
+        for turn in task.turns:
+            for task_id, text, _ in messages:
+                if task_id == task.native_id and (text in turn.prompt or text in turn.outcome):
+                    pieces.append(((task_id, turn.ordinal), text))
+    return ChatImportOriginal(source=source, lines=lines, messages=messages, pieces=tuple(pieces))
 
 
 def connector(import_dir: Path) -> ChatImportConnector:
@@ -98,8 +116,38 @@ def check_chat_import(mutated: Mutated, original_turns: ChatImportOriginal) -> N
     label = f"{original_turns.source.name} {mutated.kinds}"
     _check_no_escape(result, days, label)
     _check_intact_lines_captured(mutated, original_turns, result, label)
+    check_own_turns(original_turns, result.tasks, label, mutated)
     for task in result.tasks:
         check_storable(task, label)
+
+
+def check_own_turns(
+    original: ChatImportOriginal,
+    turns: Iterable[tuple[str, str, str]] | list[ParsedTask],
+    label: str,
+    mutated: Mutated | None = None,
+) -> None:
+    """4. No turn holds text that was not in its own lines (support/own_turns.py): per
+    conversation, no captured turn holds messages of two turns of the original. `turns` are
+    parsed tasks, or stored (task key, prompt, outcome) rows (a key `id @ file` is the
+    conversation `id` kept apart, capture/store.py)."""
+    if turns and isinstance(next(iter(turns)), ParsedTask):
+        rows = [(t.native_id, u.prompt, u.outcome) for t in turns for u in t.turns]  # type: ignore[union-attr]
+    else:
+        rows = list(turns)  # type: ignore[arg-type]
+    by_task: dict[str, list[tuple[str, str]]] = {}
+    for key, prompt, outcome in rows:
+        by_task.setdefault(key.split(" @ ")[0], []).append((prompt, outcome))
+    damaged = [mutated.lines[i] for i in mutated.damaged] if mutated else []
+    readable = _readable_messages(original, mutated) if mutated else set()
+    for task_id, captured in by_task.items():
+        if task_id in readable:
+            # A damaged or inserted line that is a valid message of the conversation is new
+            # content, not damage: it may even change who asks first (the speaker rule).
+            continue
+        pieces = [(k, text) for k, text in original.pieces if k[0] == task_id]
+        problems = own_turn_violations(pieces, captured, damaged)
+        assert not problems, f"{label}: task {task_id!r}: {problems}"
 
 
 def _check_no_escape(result: ParseResult, days: set[Any], label: str) -> None:
@@ -121,14 +169,17 @@ def _check_intact_lines_captured(
     mutated: Mutated, original: ChatImportOriginal, result: ParseResult, label: str
 ) -> None:
     numbers = _line_numbers(mutated)
-    orphans = {i.line for i in result.issues if i.reason == "outcome_without_prompt"}
+    orphans = {
+        i.line for i in result.issues if i.reason in ("outcome_without_prompt", "turn_damaged")
+    }
     tasks = {t.native_id: t for t in result.tasks}
+    unsure = [i.detail for i in result.issues if i.reason == "conversation_damaged"]
     for index, origin in enumerate(mutated.origin):
         if origin is None or index in mutated.damaged:
             continue
         task_id, text, message_id = original.messages[origin]
         line = numbers[index]
-        if line in orphans:
+        if line in orphans or any(d.startswith(f"task {task_id!r}:") for d in unsure):
             continue
         task = tasks.get(task_id)
         assert task is not None, f"{label}: line {line}: task {task_id!r} lost"
@@ -139,6 +190,27 @@ def _check_intact_lines_captured(
             and (message_id is None or message_id in t.native_message_ids)
         ]
         assert held, f"{label}: line {line} ({text[:40]!r}) is in no turn of {task_id!r}"
+
+
+def _readable_messages(original: ChatImportOriginal, mutated: Mutated) -> set[str]:
+    """Conversations changed, not damaged: where a damaged line is still a valid message (of
+    its own conversation or, with another `task_id`, of another one), both conversations."""
+    found = set()
+    for i in mutated.damaged:
+        raw, origin = mutated.lines[i], mutated.origin[i]
+        valid = False
+        for part in raw.split(b"\n"):
+            part = part.strip().removeprefix(b"\xef\xbb\xbf").strip()
+            try:
+                obj = json.loads(part.decode("utf-8"))
+                if isinstance(obj, dict):
+                    found.add(_message(0, obj).task_id)
+                    valid = True
+            except Exception:  # not a message: a gap, which the connector handles
+                continue
+        if valid and origin is not None:
+            found.add(original.messages[origin][0])
+    return found
 
 
 def check_storable(task: ParsedTask, label: str = "") -> None:

@@ -37,6 +37,8 @@ settled (so completion depends on answers only, not on the clock):
       then be taken as a rewind).
    Damage above t (between the root and t's prompt) never frees t: a lost or unreadable record
    there is bridged or breaks the chain before t's prompt, which starts its own cycle anyway.
+4. No turn holds text that was not in its own lines: no captured turn holds the prompt or answer
+   of two turns of O (`support/own_turns.py`), whatever was damaged.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from memory_pipeline.capture.claude_code.records import THREADED_TYPES, parse_ti
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import ParsedTask, ParsedTurn, ParseResult
 from memory_pipeline_tests.support.mutations import BOM, Mutated, fixture_lines
+from memory_pipeline_tests.support.own_turns import own_turn_violations
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "memory_pipeline_tests" / "capture" / "data" / "claude"
@@ -156,6 +159,14 @@ def check_claude_code(mutated: Mutated, original_turns: OriginalTurns) -> None:
     if _identity_survives(o, mutated, view):
         assert task is not None, f"{label}: the task is lost; issues {result.issues}"
         assert task.native_id == o.task.native_id, f"{label}: native id {task.native_id!r}"
+    # 4. No turn holds text that was not in its own lines (support/own_turns.py).
+    pieces = [(t.native_turn_id, text) for t in o.turns() for text in (t.prompt, t.outcome)]
+    problems = own_turn_violations(
+        pieces,
+        [(t.prompt, t.outcome) for t in (task.turns if task else [])],
+        [mutated.lines[i] for i in mutated.damaged],
+    )
+    assert not problems, f"{label}: {problems}"
     captured = {turn.native_turn_id: turn for turn in task.turns} if task else {}
     for turn in o.turns():
         if not _protected(turn, o, mutated, view):

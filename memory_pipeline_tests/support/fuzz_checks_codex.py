@@ -44,11 +44,18 @@ P4. Every complete turn T of the original whose lines are all intact is captured
     A turn without a `task_started`/`task_complete` pair (older rollouts' implicit turns,
     "rollout-N") depends on the lines before and after it and is required only of an undamaged
     file; so is every turn of an original that took its prompts from response items.
+P5. No turn holds text that was not in its own lines: no captured turn holds the prompt or answer
+    of two turns of the original (`support/own_turns.py`), whatever was damaged.
+P6. A rollout that moves to another cwd (its last intact turn_context, changed on top of the
+    damage) reports it: a MEMORY_EXCLUDE `cwd:` rule for the new directory matches the task,
+    when the meta lines are intact and no damaged line reads as a meta (else the turn_context
+    may lie in a fork's copied region).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import tempfile
 import traceback
 from dataclasses import dataclass
@@ -58,7 +65,9 @@ from typing import Any
 
 from memory_pipeline.capture.codex import CodexConnector
 from memory_pipeline.capture.models import ParsedTask, ParseResult
-from memory_pipeline_tests.support.mutations import BOM, Mutated, fixture_lines
+from memory_pipeline.forget.privacy import Rule
+from memory_pipeline_tests.support.mutations import BOM, MOVED_CWDS, Mutated, fixture_lines
+from memory_pipeline_tests.support.own_turns import own_turn_violations
 
 DATA = Path(__file__).resolve().parent.parent / "capture" / "data" / "codex"
 # The repository's copies of the real rollouts of /work/shared/fixtures/codex (byte for byte,
@@ -104,6 +113,9 @@ class CodexOriginal:
     spans: dict[str, Span]  # native turn id -> span, for turns with explicit markers
     openings: dict[str, int]  # turn id -> index of its task_started line
     meta_lines: frozenset[int]
+    # Moving the cwd of its last turn_context is reported in the undamaged rollout (it is not
+    # part of a fork's inherited copy): P6 applies.
+    context_moves: bool = False
 
 
 def _objects(raw: bytes) -> list[dict[str, Any]]:
@@ -201,7 +213,18 @@ def codex_original(path: Path) -> CodexOriginal:
         others = frozenset(n for n in named if isinstance(n, str) and n != tid)
         spans[tid] = Span(first, last, relevant, others)
     metas = frozenset(i for i, obj in enumerate(objects) if _is_meta(obj))
-    return CodexOriginal(Path(path).name, lines, task, spans, openings, metas)
+    moved = list(lines)
+    contexts = [i for i, line in enumerate(lines) if _is_context(line)]
+    context_moves = False
+    if contexts:
+        obj = json.loads(moved[contexts[-1]])
+        obj["payload"]["cwd"] = MOVED_CWDS[0]
+        moved[contexts[-1]] = json.dumps(obj).encode()
+        moved_result, _ = _parse_lines(Path(path).name, moved)
+        context_moves = bool(moved_result.tasks) and MOVED_CWDS[0] in (
+            moved_result.tasks[0].native_context.get("cwds") or []
+        )
+    return CodexOriginal(Path(path).name, lines, task, spans, openings, metas, context_moves)
 
 
 def _turn_is_intact(
@@ -261,6 +284,15 @@ def check_codex(mutated: Mutated, original_turns: CodexOriginal) -> None:
     for task in result.tasks:  # P3
         assert days == {task.started_at.date()}, f"P3 task_days {days} != {task.started_at}"
 
+    # P5: no turn holds text of two turns of the original (a damaged line glued them).
+    pieces = [
+        (t.native_turn_id, text) for t in original.task.turns for text in (t.prompt, t.outcome)
+    ]
+    captured = [(t.prompt, t.outcome) for task in result.tasks for t in task.turns]
+    problems = own_turn_violations(pieces, captured, [mutated.lines[i] for i in mutated.damaged])
+    assert not problems, f"P5 {mutated.kinds}, damaged lines {sorted(mutated.damaged)}: {problems}"
+    _check_moved_cwd(mutated, original, position, damaged_objects)
+
     got = {(t.native_turn_id, t.prompt, t.outcome) for task in result.tasks for t in task.turns}
     for turn in original.task.turns:  # P4
         tid = turn.native_turn_id or ""
@@ -269,3 +301,51 @@ def check_codex(mutated: Mutated, original_turns: CodexOriginal) -> None:
                 f"P4 intact turn {tid} lost or changed ({mutated.kinds}, damaged lines "
                 f"{sorted(mutated.damaged)}): {result.issues}"
             )
+
+
+def _check_moved_cwd(
+    mutated: Mutated,
+    original: CodexOriginal,
+    position: dict[int, int],
+    damaged_objects: list[dict[str, Any]],
+) -> None:
+    """P6: the rollout moves to another cwd at its last intact turn_context (on top of the
+    damage): a MEMORY_EXCLUDE rule for that directory matches the task. Required when the meta
+    lines are intact and no damaged line reads as a meta (which could open a fork's copied
+    region, where turn_context lines are the parent's)."""
+    if any(position.get(m) in mutated.damaged for m in original.meta_lines):
+        return
+    if any(_is_meta(o) for o in damaged_objects):
+        return
+    lines = list(mutated.lines)
+    at = next(
+        (
+            i
+            for i in range(len(lines) - 1, -1, -1)
+            if i not in mutated.damaged and _is_context(lines[i])
+        ),
+        None,
+    )
+    if at is None or at <= max(original.meta_lines, default=-1):
+        return
+    obj = json.loads(lines[at])
+    obj["payload"]["cwd"] = MOVED_CWDS[0]
+    lines[at] = json.dumps(obj).encode()
+    result, _days = _parse_lines(original.name, lines)
+    if not original.context_moves or not result.tasks:
+        return
+    rule = Rule("cwd", posixpath.dirname(MOVED_CWDS[0]) + "/*")
+    context = result.tasks[0].native_context
+    assert rule.matches("codex", context), f"P6 moved cwd not reported ({mutated.kinds}): {context}"
+
+
+def _is_context(raw: bytes) -> bool:
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return (
+        isinstance(obj, dict)
+        and obj.get("type") == "turn_context"
+        and isinstance(obj.get("payload"), dict)
+    )

@@ -4,8 +4,10 @@ Every connector's fuzz suite starts from lines of a real fixture file and damage
 the way files are damaged in the wild: a writer killed mid-line, a disk flipping bytes, an editor
 adding a BOM, a tool writing NUL or a lone surrogate, a hostile or broken producer nesting JSON
 100,000 deep, changing a field's type, writing a timestamp from year 1 or 9999, or a line of
-megabytes. `mutated_file` replaces lines in place (or inserts junk lines) and says which lines of
-the result are damaged, so a test can check that every other line still counts.
+megabytes; a line cut inside a multi-byte UTF-8 character with lines after it (`cut_multibyte`);
+a record whose `cwd` moves to another directory (`move_cwd`). `mutated_file` replaces lines in
+place (or inserts junk lines) and says which lines of the result are damaged, so a test can
+check that every other line still counts.
 
 Used by the default test run (a few hundred cases) and by `scripts/fuzz_capture.py` (10,000+).
 """
@@ -115,6 +117,35 @@ def _dump(obj: Any) -> bytes:
 _TIME_KEY = re.compile(r"(?i)time|_at$|^ts$|date")
 
 
+_MULTIBYTE = "\u00fc\u6f22\U0001f642"  # ü (2 bytes), 漢 (3), 🙂 (4) in UTF-8
+# Directories a record may move to (`move_cwd`); an exclusion rule for them must match the task.
+MOVED_CWDS: tuple[str, ...] = ("/fuzz/moved/elsewhere", "/fuzz/moved/elsewhere/sub")
+
+
+@st.composite
+def _cut_multibyte(draw: st.DrawFn, line: bytes, obj: Any, paths: list[tuple]) -> bytes:
+    """The line cut after the first bytes of a multi-byte UTF-8 character, as a writer killed
+    mid-character leaves it. A line without one gets one (raw UTF-8) in a string value first."""
+    starts = [i for i, b in enumerate(line) if b >= 0xC2 and b <= 0xF4]
+    if not starts:
+        strings = [p for p in paths if isinstance(_get_path(obj, p), str)]
+        if strings:
+            obj = json.loads(line)
+            where = draw(st.sampled_from(strings))
+            text = _get_path(obj, where)
+            at = draw(st.integers(0, len(text)))
+            _set_path(obj, where, text[:at] + "\x00MB\x00" + text[at:])
+            marker = _dump("\x00MB\x00")[1:-1]
+            line = _dump(obj).replace(marker, _MULTIBYTE.encode(), 1)
+        else:
+            at = draw(st.integers(0, len(line)))
+            line = line[:at] + _MULTIBYTE.encode() + line[at:]
+        starts = [i for i, b in enumerate(line) if b >= 0xC2 and b <= 0xF4]
+    start = draw(st.sampled_from(starts))
+    width = 2 if line[start] < 0xE0 else 3 if line[start] < 0xF0 else 4
+    return line[: start + draw(st.integers(1, width - 1))]
+
+
 @st.composite
 def _mutate_line(draw: st.DrawFn, line: bytes) -> tuple[bytes, str]:
     try:
@@ -122,10 +153,27 @@ def _mutate_line(draw: st.DrawFn, line: bytes) -> tuple[bytes, str]:
         paths = _json_paths(obj) if isinstance(obj, dict) else []
     except (ValueError, RecursionError):  # a line already nested deep by an earlier mutation
         obj, paths = None, []
-    options: list[str] = ["truncate", "flip", "invalid_utf8", "bom", "raw_nul", "huge_line"]
+    options: list[str] = [
+        "truncate",
+        "flip",
+        "invalid_utf8",
+        "bom",
+        "raw_nul",
+        "huge_line",
+        "cut_multibyte",
+    ]
     if paths:
         options += ["wrong_type", "nasty_string", "deep_nesting", "edge_timestamp", "drop_key"]
+    if any(p and p[-1] == "cwd" for p in paths):
+        options.append("move_cwd")
     kind = draw(st.sampled_from(options))
+    if kind == "cut_multibyte":
+        return draw(_cut_multibyte(line, obj, paths)), kind
+    if kind == "move_cwd":
+        obj = json.loads(line)
+        where = draw(st.sampled_from([p for p in paths if p and p[-1] == "cwd"]))
+        _set_path(obj, where, draw(st.sampled_from(MOVED_CWDS)))
+        return _dump(obj), kind
     if kind == "truncate":
         return line[: draw(st.integers(0, max(0, len(line) - 1)))], kind
     if kind == "flip":

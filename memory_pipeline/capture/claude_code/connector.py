@@ -23,8 +23,9 @@ from memory_pipeline.capture.claude_code.ownership import (
 )
 from memory_pipeline.capture.claude_code.records import SOURCE, Loaded, Rec
 from memory_pipeline.capture.claude_code.turns import TurnBuild, build_turns, is_inherited
+from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead
-from memory_pipeline.capture.models import ParsedTask, ParseResult
+from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult
 
 DEFAULT_SETTLE_AFTER = timedelta(minutes=30)
 
@@ -47,6 +48,7 @@ class ClaudeCodeConnector:
         end marker counts as complete (None: never; only markers or a next prompt end it).
         """
         self.claude_home = Path(claude_home)
+        self.skipped_files: list[ParseIssue] = []  # of the last discover() (capture/files.py)
         self.settle_after = settle_after
         self._now = now or (lambda: datetime.now(UTC))
         self._history: History | None = None
@@ -56,19 +58,21 @@ class ClaudeCodeConnector:
 
     def discover(self) -> list[Path]:
         """Main session files and side-thread files (old flat and `subagents/` layouts), sorted."""
+        self.skipped_files = []
         projects = self.claude_home / "projects"
         if not projects.is_dir():
             return []
-        found: set[Path] = set()
+        candidates: list[Path] = []
         try:
             for project in projects.iterdir():
                 if not project.is_dir():
                     continue
-                found.update(p for p in project.glob("*.jsonl") if p.is_file())
-                found.update(p for p in project.glob("*/subagents/**/agent-*.jsonl") if p.is_file())
+                candidates += project.glob("*.jsonl")
+                candidates += project.glob("*/subagents/**/agent-*.jsonl")
         except OSError:
             pass
-        return sorted(found)
+        # Special files (a FIFO, a directory, a symlink out of the home) are never opened.
+        return sort_candidates(candidates, self.claude_home, self.skipped_files)
 
     # -- days ----------------------------------------------------------------------------------
 
@@ -231,11 +235,15 @@ def _has_sibling(path: Path, name: str) -> bool:
 
 
 def _context(records: Iterable[Rec], project_key: str | None) -> dict[str, Any]:
-    """Provenance only (never account identifiers): first cwd, latest branch/version/model."""
+    """Provenance only (never account identifiers): first cwd (and every cwd when there were
+    several), latest branch/version/model."""
     context: dict[str, Any] = {}
     if project_key:
         context["project_key"] = project_key
+    cwds: dict[str, None] = {}
     for rec in records:
+        if rec.cwd:
+            cwds.setdefault(rec.cwd)
         if rec.cwd and "cwd" not in context:
             context["cwd"] = rec.cwd
         if rec.entrypoint and "entrypoint" not in context:
@@ -246,4 +254,6 @@ def _context(records: Iterable[Rec], project_key: str | None) -> dict[str, Any]:
             context["cli_version"] = rec.version
         if rec.model and not rec.api_error:
             context["model"] = rec.model
+    if len(cwds) > 1:  # the session moved: every directory it ran in (MEMORY_EXCLUDE)
+        context["cwds"] = list(cwds)
     return context

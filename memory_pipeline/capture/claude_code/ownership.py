@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,9 @@ def _read_meta(path: Path, read: JsonlRead) -> dict[str, Any]:
     """`agent-<id>.meta.json` beside the transcript (§2.1); {} when absent or unreadable."""
     meta_path = path.with_name(path.stem + ".meta.json")
     try:
+        if not stat.S_ISREG(meta_path.stat().st_mode):  # a FIFO would block: never opened
+            read.issue("not_a_regular_file", f"{meta_path.name} is not a regular file")
+            return {}
         if meta_path.stat().st_size > _META_MAX_BYTES:
             read.issue("line_too_long", f"{meta_path.name} is larger than {_META_MAX_BYTES}")
             return {}

@@ -23,6 +23,7 @@ from memory_pipeline.capture.codex.naming import SessionIndex, resolve_title
 from memory_pipeline.capture.codex.ownership import ownership
 from memory_pipeline.capture.codex.records import ThreadStart, iter_records
 from memory_pipeline.capture.codex.reduce import Reducer, reduce_file
+from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult
 
@@ -39,22 +40,25 @@ class CodexConnector:
     def __init__(self, codex_home: Path) -> None:
         self.codex_home = Path(codex_home)
         self._index = SessionIndex(self.codex_home)
+        self.skipped_files: list[ParseIssue] = []  # of the last discover() (capture/files.py)
 
     # --- Connector protocol ---------------------------------------------------------------------
 
     def discover(self) -> list[Path]:
         """Every rollout-*.jsonl / rollout-*.jsonl.zst under sessions/ and archived_sessions/."""
+        self.skipped_files = []
         found: list[Path] = []
         for sub in SESSION_DIRS:
             root = self.codex_home / sub
             if not root.is_dir():
                 continue
-            for dirpath, _dirnames, filenames in os.walk(root):  # does not follow symlinked dirs
-                for name in filenames:
+            candidates: list[Path] = []
+            for dirpath, dirnames, filenames in os.walk(root):  # does not follow symlinked dirs
+                for name in (*filenames, *dirnames):
                     if name.startswith("rollout-") and name.endswith((".jsonl", ".jsonl.zst")):
-                        path = Path(dirpath) / name
-                        if path.is_file():
-                            found.append(path)
+                        candidates.append(Path(dirpath) / name)
+            # Special files (a FIFO, a directory, a symlink out of the home) are never opened.
+            found += sort_candidates(candidates, self.codex_home, self.skipped_files)
         return sorted(found)
 
     def renamed_since(self, since_ns: int) -> tuple[set[Path], int]:
@@ -210,6 +214,9 @@ class CodexConnector:
                 ctx["git"] = git_ctx
         if reduced.model:
             ctx["model"] = reduced.model
+        cwds = list(dict.fromkeys([c for c in [ctx.get("cwd"), *reduced.cwds] if c]))
+        if len(cwds) > 1:  # the thread moved: every directory it ran in (MEMORY_EXCLUDE)
+            ctx["cwds"] = cwds
         ctx["archived"] = self._is_archived(path)
         ctx["rollout_format"] = reduced.rollout_format
         return ctx

@@ -24,7 +24,7 @@ from memory_pipeline.capture.codex.fields import (
 from memory_pipeline.capture.codex.normalise import Event, Normaliser
 from memory_pipeline.capture.codex.records import ThreadStart, iter_records, meta_id
 from memory_pipeline.capture.codex.text import clean_outcome
-from memory_pipeline.capture.jsonl import JsonlRead
+from memory_pipeline.capture.jsonl import SKIPPED_LINE_REASONS, JsonlRead
 from memory_pipeline.capture.models import ParsedTurn, ParseIssue
 from memory_pipeline.tuning import CODEX_COPY_BURST_GAP_SECONDS
 
@@ -111,6 +111,7 @@ class Reducer:
         self.current: Turn | None = None
         self.unfinished_turn = False
         self.model: str | None = None
+        self.cwds: list[str] = []  # every cwd of the thread's own turn_context records, in order
         self.name_event: tuple[str | None, datetime | None] | None = None
         self.user_events = 0
         self.enveloped_user_items = 0
@@ -121,6 +122,11 @@ class Reducer:
         self._in_copy = False
         self._copy_last_ts: datetime | None = None
         self._history_start_ordinal: int | None = None
+        # A line the reader could not read since the last user message (its line number): in an
+        # older rollout it may have been the prompt of the agent text after it.
+        self._gap: int | None = None
+        self.gap_issues: list[ParseIssue] = []
+        self.path = path
 
     # --- driving --------------------------------------------------------------------------------
 
@@ -148,12 +154,23 @@ class Reducer:
         handler = getattr(self, f"_on_{ev.kind}")
         handler(ev, inherited)
 
+    def gap(self, line: int) -> None:
+        """A line between the last record and the next one was skipped (damaged)."""
+        if self._gap is None:
+            self._gap = line
+
     def finish(self) -> None:
         turn = self.current
         self.current = None
         if turn is None:
             return
-        if turn.explicit:
+        if not turn.explicit and self._gap is not None:
+            # An older rollout's last turn with an unreadable line after its last record (a
+            # writer mid-line, or damage): the answer may go on there. It waits.
+            turn.status = "incomplete"
+            if not turn.inherited and turn.prompt():
+                self.unfinished_turn = True
+        elif turn.explicit:
             # task_started without a terminal event at EOF: the session may still be live.
             turn.status = "incomplete"
         elif self._implicit_complete_at_eof(turn):
@@ -269,6 +286,23 @@ class Reducer:
 
     def _on_user(self, ev: Event, inherited: bool) -> None:
         msg = Msg(ev.text, ev.line, ev.ts, ev.msg_id)
+        gap, self._gap = self._gap, None
+        turn = self.current
+        if (
+            gap is not None
+            and turn is not None
+            and not turn.explicit
+            and ev.origin != "item"
+            and turn.prompt()
+            and not turn.outcome()[0]
+            and not turn.inherited
+        ):
+            # prompt, damaged line, prompt: the damaged line may have been the answer.
+            self._issue(
+                turn.prompts[0].line if turn.prompts else ev.line,
+                "turn_damaged",
+                f"a prompt whose answer may be the damaged line {gap}; not stored",
+            )
         if ev.origin == "item":
             target = self._turn_for(ev.turn_id)
             if target is not None and target.explicit:
@@ -290,6 +324,8 @@ class Reducer:
 
     def _on_agent(self, ev: Event, inherited: bool) -> None:
         turn = self._turn_for(ev.turn_id) if ev.origin == "item" else self.current
+        if turn is not None and turn is self.current:
+            turn = self._split_at_gap(turn, ev)
         if turn is None:
             return  # agent text outside any turn has no prompt to belong to
         turn.agent.append(Msg(ev.text, ev.line, ev.ts, ev.msg_id, ev.phase))
@@ -298,6 +334,8 @@ class Reducer:
 
     def _on_assistant(self, ev: Event, inherited: bool) -> None:
         turn = self.current
+        if turn is not None:
+            turn = self._split_at_gap(turn, ev)
         if turn is None:
             return
         turn.assistant.append(Msg(ev.text, ev.line, ev.ts, ev.msg_id, ev.phase))
@@ -353,8 +391,32 @@ class Reducer:
         model = ev.payload.get("model")
         if not inherited and isinstance(model, str) and model:
             self.model = model
+        cwd = ev.payload.get("cwd")
+        if not inherited and isinstance(cwd, str) and cwd and cwd not in self.cwds:
+            self.cwds.append(cwd)  # a turn that moved to another directory (exclusion rules)
 
     # --- helpers --------------------------------------------------------------------------------
+
+    def _split_at_gap(self, turn: Turn, ev: Event) -> Turn | None:
+        """Answer, damaged line, answer in an older rollout's implicit turn: the damaged line may
+        have been the next prompt, so the turn ends before the gap and the agent text after it
+        (until the next user message) belongs to no turn, recorded, never glued to this one."""
+        if self._gap is None or turn.explicit or not ev.text.strip():
+            return turn
+        if turn.outcome()[0]:
+            self._finish_current()
+        if self.current is None and not turn.inherited:
+            self._issue(
+                ev.line,
+                "outcome_without_prompt",
+                f"agent text after the damaged line {self._gap} (its prompt may be there)",
+            )
+        return self.current
+
+    def _issue(self, line: int, reason: str, detail: str) -> None:
+        self.gap_issues.append(
+            ParseIssue(path=str(self.path), line=line, reason=reason, detail=detail)
+        )
 
     def _implicit_id(self, ev: Event) -> str:
         # Codex's synthetic id for implicit turns is `rollout-<index>` (notes §1.9); we use the
@@ -405,7 +467,9 @@ def reduce_file(path: Path, prompts_from_items: bool) -> tuple[Reducer, list[Par
     read = JsonlRead(path)
     norm = Normaliser(read, prompts_from_items)
     reducer = Reducer(path)
+    seen = 0  # read.issues looked at for skipped lines
     for line, obj in iter_records(path, read):
+        seen = _note_gaps(reducer, read.issues, seen)
         try:
             # observe_line first, as task_days does: both agree on the start whatever follows.
             reducer.observe_line(obj)
@@ -413,6 +477,7 @@ def reduce_file(path: Path, prompts_from_items: bool) -> tuple[Reducer, list[Par
                 reducer.feed(ev)
         except Exception as exc:  # one record must never cost the file (issue 10)
             read.issue("bad_record", exception_detail(exc), line)
+    _note_gaps(reducer, read.issues, seen)
     reducer.finish()
     reducer.user_events = norm.user_events
     reducer.enveloped_user_items = norm.enveloped_user_items
@@ -423,4 +488,15 @@ def reduce_file(path: Path, prompts_from_items: bool) -> tuple[Reducer, list[Par
         reducer.rollout_format = "rollout_items"  # {timestamp,type,payload}, since Sep 2025
     elif norm.bare_items:
         reducer.rollout_format = "bare_items"  # ≤ Sep 2025 first line + bare ResponseItems
-    return reducer, [*read.issues, *norm.unknown_issues()]
+    return reducer, [*read.issues, *norm.unknown_issues(), *reducer.gap_issues]
+
+
+_GAPS = SKIPPED_LINE_REASONS | {"bad_record", "unreadable_rest"}
+
+
+def _note_gaps(reducer: Reducer, issues: list[ParseIssue], seen: int) -> int:
+    """Tell the reducer about lines skipped since `seen` issues; the new count."""
+    for issue in issues[seen:]:
+        if issue.line is not None and issue.reason in _GAPS:
+            reducer.gap(issue.line)
+    return len(issues)
