@@ -604,3 +604,9 @@ PACK_MAX_FLAGS = 2
 FORGET_QUERY_MATCHES = 20
 # `forget` lists this many memories one per line, then "... and N more".
 FORGET_LISTED_MEMORIES = 50
+
+# --- heal: stored secrets healed by the current rules (memory_pipeline/heal, issue 31) ---------
+# Rows read, rewritten and committed per transaction by `memory-pipeline heal` (each table and
+# each Dagster record table in batches of this many; a progress line per batch once a table
+# has more).
+HEAL_BATCH_ROWS = 500

@@ -44,10 +44,12 @@ password in code or YAML (`password: hunter`), and a random value after a name t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 from memory_pipeline.forget.privacy import PRIVATE_KIND, strip_private
@@ -505,3 +507,21 @@ _RULES = [
     _Rule("sql_password", _SQL_PASSWORD, _password, _always, labels=False),
     _Rule("assigned_secret", _ASSIGNMENT, _assignment_strength, _is_env_form),
 ]
+
+
+def _rules_version() -> str:
+    """The rules' identity: every pattern (with its kind and flags), the thresholds they use,
+    and this module's source (the judges are code). Stored by `memory-pipeline heal`
+    (memory_pipeline/heal) as the version last applied to the whole store; `run` heals again
+    once when it differs."""
+    parts = [f"{kind}\t{p.pattern}\t{p.flags}\t{group}" for kind, p, group in _SHAPES]
+    parts += [f"{rule.kind}\t{rule.pattern.pattern}\t{rule.pattern.flags}" for rule in _RULES]
+    thresholds = (REDACT_MIN_SECRET_CHARS, REDACT_RANDOM_MIN_CHARS, REDACT_RANDOM_MIN_RUN)
+    parts += [str(n) for n in thresholds]
+    digest = hashlib.sha256("\n".join(parts).encode())
+    digest.update(Path(__file__).read_bytes())
+    return f"sha256:{digest.hexdigest()[:16]}"
+
+
+# Changes whenever the rules do; what `redaction_state` (sql/026) records.
+RULES_VERSION: str = _rules_version()
