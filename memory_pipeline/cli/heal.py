@@ -59,10 +59,15 @@ def _backups_line(report, echo: Callable[[str], None]) -> None:  # type: ignore[
         if report.copy_command
         else ""
     )
+    these = (
+        "backups made before the heal still hold"
+        if n > 1
+        else "backup made before the heal still holds"
+    )
     echo(
-        f"{n} backup{'s' if n > 1 else ''} made before the heal still hold the old text:"
-        f" {', '.join(report.old_backups)}; `{PURGE_COMMAND}` replaces them with one new"
-        f" verified backup{copies}"
+        f"{n} {these} the old text: {', '.join(report.old_backups)};"
+        f" `{PURGE_COMMAND}` replaces {'them' if n > 1 else 'it'} with one new verified"
+        f" backup{copies}"
     )
 
 
@@ -82,14 +87,12 @@ def heal_if_due(settings: Settings, urls: DatabaseUrls, progress: Callable[[str]
         return
     progress("redaction rules changed since what is stored was written: healing it first...")
     report = heal(settings, urls)
-    kinds: dict[str, int] = {}
-    for surface in report.surfaces.values():
-        for kind, n in surface.redactions.by_kind.items():
-            kinds[kind] = kinds.get(kind, 0) + n
-    found = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    rows = ", ".join(f"{s.surface} {s.rewritten}" for s in report.surfaces.values() if s.rewritten)
+    redactions = sum(s.redactions.total for s in report.surfaces.values())
     progress(
-        f"  healed: {report.rewritten} rows and files rewritten in {report.seconds} s"
-        + (f" ({found})" if found else "")
+        f"  healed: {report.rewritten} rows and files rewritten"
+        + (f" ({rows}; {redactions} redactions)" if rows else "")
+        + f" in {report.seconds} s"
         + ("; " + report.derived_failed if report.derived_failed else "")
     )
     _backups_line(report, lambda line: progress(f"  {line}"))

@@ -51,11 +51,14 @@ def due(conn: psycopg.Connection) -> Literal["fresh", "heal"] | None:
 
 
 def record(conn: psycopg.Connection, how: Literal["fresh", "heal"]) -> None:
-    """The current rules are now applied to the whole store."""
+    """The current rules are now applied to the whole store (a heal that found the same
+    rules recorded changes nothing: `applied_at` stays when they were first applied)."""
     conn.execute(
         "INSERT INTO redaction_state (rules_version, applied_at, how) VALUES (%s, now(), %s)"
         " ON CONFLICT (singleton) DO UPDATE SET rules_version = EXCLUDED.rules_version,"
-        " applied_at = EXCLUDED.applied_at, how = EXCLUDED.how",
+        " applied_at = EXCLUDED.applied_at, how = EXCLUDED.how"
+        " WHERE redaction_state.rules_version IS DISTINCT FROM EXCLUDED.rules_version"
+        " OR redaction_state.how IS DISTINCT FROM EXCLUDED.how",
         [RULES_VERSION, how],
     )
 

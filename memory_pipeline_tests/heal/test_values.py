@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_pipeline.heal.values import rewrite_json, rewrite_serialized
@@ -49,6 +49,7 @@ def strings(value: Any) -> list[str]:
     return []
 
 
+@settings(deadline=None)
 @given(json_values)
 def test_json_keeps_keys_and_structure_and_rewrites_every_string_value(value: Any) -> None:
     new = rewrite_json(value, mask)
@@ -59,6 +60,7 @@ def test_json_keeps_keys_and_structure_and_rewrites_every_string_value(value: An
     assert rewrite_json(new, mask) is new  # a second pass changes nothing
 
 
+@settings(deadline=None)
 @given(json_values)
 def test_serialized_json_stays_valid_json_of_the_same_shape(value: Any) -> None:
     text = json.dumps(value)
