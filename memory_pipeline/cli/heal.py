@@ -43,8 +43,13 @@ def heal_command(
         typer.echo(f"recomputed: {line}")
     if report.derived_failed:
         say(report.derived_failed)
-    head = "dry run, nothing changed" if dry_run else "healed"
-    typer.echo(f"{head}: {report.rewritten} rows and files rewritten in {report.seconds} s")
+    if dry_run:
+        typer.echo(
+            f"dry run, nothing changed: {report.rewritten} rows and files would be rewritten"
+            f" ({report.seconds} s)"
+        )
+    else:
+        typer.echo(f"healed: {report.rewritten} rows and files rewritten in {report.seconds} s")
     _backups_line(report, typer.echo)
 
 

@@ -78,8 +78,9 @@ class SurfaceReport:
 
     def line(self, dry_run: bool) -> str:
         verb = "would be rewritten" if dry_run else "rewritten"
+        unit = "files" if self.surface == FILES_SURFACE else "rows"
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.redactions.by_kind.items()))
-        return f"{self.surface}: {self.rewritten} of {self.scanned} {verb}" + (
+        return f"{self.surface}: {self.rewritten} of {self.scanned} {unit} {verb}" + (
             f"; redactions: {kinds}" if kinds else ""
         )
 

@@ -3,7 +3,9 @@ in Python and written back in its own transaction, so a failure keeps every batc
 and a run that is stopped resumes cleanly the next time (what was rewritten is found unchanged).
 
 Only rows whose value changed are written; a second pass over the same rows writes nothing.
-Rows are walked by primary key (keyset pagination), or by ctid for a table without one.
+Rows are walked by primary key (keyset pagination), or by ctid for a table without one (a
+rewritten row moves to a new ctid, possibly ahead of the walk: those are remembered and passed
+over).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def rewrite_table(
     names = [c.name for c in columns]
     select = sql.SQL("SELECT {key}, {cols} FROM {table} {where} ORDER BY {key} LIMIT {n}{lock}")
     last: tuple[Any, ...] | None = None
+    moved: set[str] = set()  # ctids of rows rewritten by this walk (no primary key)
     while True:
         where = sql.SQL("")
         params: list[Any] = []
@@ -108,8 +111,12 @@ def rewrite_table(
             if not rows:
                 break
             changed: list[tuple[Any, ...]] = []
+            scanned = 0
             for row in rows:
                 row_key = tuple(row[: len(key)])
+                if key == ["ctid"] and str(row_key[0]) in moved:
+                    continue
+                scanned += 1
                 old = dict(zip(names, row[len(key) :], strict=True))
                 new = {
                     c.name: _rewrite_value(old[c.name], c.kind, rewrite, keep_keys) for c in columns
@@ -122,10 +129,12 @@ def rewrite_table(
                     sets.update(extra(old, new))
                 changed.append(row_key)
                 if not dry_run:
-                    _update(conn, table, key, row_key, sets)
+                    new_ctid = _update(conn, table, key, row_key, sets)
+                    if key == ["ctid"]:
+                        moved.add(new_ctid)
             if changed and after_batch and not dry_run:
                 after_batch(conn, changed)
-        result.scanned += len(rows)
+        result.scanned += scanned
         result.rewritten += len(changed)
         result.changed_keys.extend(changed)
         last = tuple(rows[-1][: len(key)])
@@ -159,7 +168,8 @@ def _update(
     key: list[str],
     row_key: tuple[Any, ...],
     sets: dict[str, Any],
-) -> None:
+) -> str:
+    """Update one row; returns its new ctid."""
     # A value may be SQL itself (`redactions + 2`): inlined, the others are parameters.
     assignments = sql.SQL(", ").join(
         sql.SQL("{} = {}").format(
@@ -173,7 +183,10 @@ def _update(
         )
         for k in key
     )
-    conn.execute(
-        sql.SQL("UPDATE {} SET {} WHERE {}").format(sql.Identifier(table), assignments, match),
+    row = conn.execute(
+        sql.SQL("UPDATE {} SET {} WHERE {} RETURNING ctid").format(
+            sql.Identifier(table), assignments, match
+        ),
         [*(v for v in sets.values() if not isinstance(v, sql.Composable)), *row_key],
-    )
+    ).fetchone()
+    return str(row[0]) if row else ""
