@@ -624,6 +624,12 @@ FORGET_LISTED_MEMORIES = 50
 # a table a long pipeline transaction holds is reported with the statement to run later.
 FORGET_WIPE_LOCK_TIMEOUT_S = 30
 
+# --- heal: stored text under the current redaction rules (memory_pipeline/heal) ----------------
+# Rows read, rewritten and committed per transaction by `memory-pipeline heal` (each table and
+# each Dagster record table in batches of this many; a progress line per batch once a table
+# has more).
+HEAL_BATCH_ROWS = 500
+
 # --- retrieval: channels, fusion, rerank, context packs (serving/search, serving/context_pack) ---
 # Channel sizes, fusion, the utility rerank, result shaping, context packs and limits. Both the
 # production search (serving/search/) and the retrieval evaluation (serving/evaluation.py) read

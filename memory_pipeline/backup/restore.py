@@ -83,7 +83,13 @@ _MAX_DBNAME = 63  # NAMEDATALEN - 1
 _SYSTEM_DATABASES = {"postgres", "template0", "template1"}
 # Tables migrations fill themselves: rows there are not data a restore could overwrite.
 _SEEDED_BY_MIGRATIONS = frozenset(
-    {"schema_migrations", "embedding_spaces", "passage_postings_params", "search_index_identity"}
+    {
+        "schema_migrations",
+        "embedding_spaces",
+        "passage_postings_params",
+        "search_index_identity",
+        "redaction_state",  # sql/026: the rules last applied (a fresh home records them)
+    }
 )
 
 

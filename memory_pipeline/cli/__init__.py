@@ -25,6 +25,7 @@ from memory_pipeline.cli import (  # noqa: F401 - importing registers the comman
     db,
     dream,
     forget,
+    heal,
     hooks,
     pipeline,
     serving,

@@ -25,6 +25,7 @@ from memory_pipeline.settings import Settings
 @app.command()
 def run() -> None:
     """Materialize every asset once: start the database, migrate, run the whole graph."""
+    from memory_pipeline.cli.heal import heal_if_due
     from memory_pipeline.dagster_home import dagster_instance
     from memory_pipeline.db import ensure_ready
     from memory_pipeline.orchestrate import materialize_all
@@ -36,6 +37,8 @@ def run() -> None:
     settings = Settings.from_env()
     urls = ensure_ready(settings, progress=say, check_backups=True)
     say(f"database ready: {safe_url(urls.app)}")
+    # After an upgrade that changed the redaction rules: what is stored is healed first.
+    heal_if_due(settings, urls, progress=say)
     instance = dagster_instance(settings, urls)
     ctrl_c_for_this_process_only()
     materialize_all(instance, settings, progress=say, app_url=urls.app)
