@@ -237,10 +237,34 @@ def evaluate_retrieval(
             "gold set: the demo corpus's.",
         ),
     ] = None,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Instead: evaluate the semantic pass on hand-labelled real sessions (segment "
+            "boundaries, titles, decisions, insights). Needs no database.",
+        ),
+    ] = False,
+    semantic_gold: Annotated[
+        Path | None,
+        typer.Option(help="With --semantic: the labelled sessions (JSON Lines)."),
+    ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="With --semantic: use the offline rules even when an Ollama model is configured.",
+        ),
+    ] = False,
 ) -> None:
     """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
     evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages; then
-    precision and recall of discovered relationships per edge type."""
+    precision and recall of discovered relationships per edge type. With --semantic: segment
+    boundary F1, title acceptability and decision/insight precision and recall of the semantic
+    pass on real sessions."""
+    if semantic:
+        _evaluate_semantic(semantic_gold, offline, json_output)
+        return
     from serving.db import connect_reader, reader_errors
     from serving.evaluation import evaluate, load_gold, report_table
     from serving.search import QueryEmbedder
@@ -264,3 +288,20 @@ def evaluate_retrieval(
         with reader_errors(), connect_reader() as conn:
             scores = rel.evaluate(conn, rel.load_gold(relationships_gold))
         typer.echo("\n" + rel.report_table(scores))
+
+
+def _evaluate_semantic(gold: Path | None, offline: bool, json_output: bool) -> None:
+    from memory_pipeline.cli.app import say
+    from memory_pipeline.resources import SemanticResource
+    from memory_pipeline.semantic import evaluation as sem
+
+    gold = gold or sem.REAL_SESSIONS_GOLD
+    if offline:
+        from memory_pipeline.embedding.minilm import get_minilm
+        from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
+
+        backend = OfflineRulesBackend(embedder=get_minilm())
+    else:
+        backend = SemanticResource.from_settings(Settings.from_env()).backend()
+    report = sem.evaluate(gold, backend, progress=say)
+    typer.echo(report.model_dump_json(indent=2) if json_output else sem.report_table(report))
