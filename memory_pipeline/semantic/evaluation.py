@@ -233,9 +233,7 @@ class Counts:
 
 def match_boundaries(predicted: list[int], gold: list[int], tolerance: int) -> Counts:
     """One-to-one matching, nearest pairs first."""
-    pairs = sorted(
-        (abs(p - g), p, g) for p in predicted for g in gold if abs(p - g) <= tolerance
-    )
+    pairs = sorted((abs(p - g), p, g) for p in predicted for g in gold if abs(p - g) <= tolerance)
     used_p: set[int] = set()
     used_g: set[int] = set()
     for _, p, g in pairs:
@@ -366,7 +364,9 @@ def pass_input(session: GoldSession, turns: list[ParsedTurn]) -> PassInput:
         task_title=None,
         source=source,
         new_turns=[
-            TurnInput(ordinal=t.ordinal, prompt=t.prompt, outcome=t.outcome, started_at=t.started_at)
+            TurnInput(
+                ordinal=t.ordinal, prompt=t.prompt, outcome=t.outcome, started_at=t.started_at
+            )
             for t in turns
         ],
     )
