@@ -664,6 +664,7 @@ SEGMENT_NEW_REQUEST_NOVELTY = 0.6
 SEGMENT_NEW_QUESTION_NOVELTY = 0.7
 SEGMENT_NEW_QUESTION_MIN_TERMS = 10  # a question that states a new subject on its own
 # Documented maximum span: a segment of more than this many turns with no evident boundary is
-# cut before its least similar turn (never before a follow-up or a short prompt when another
-# turn is possible), again and again until every segment fits.
+# cut so its first part fits (both parts when it is at most twice this long), before the turn
+# that is not a follow-up or a short prompt if any, then the least similar, then the latest;
+# again until every segment fits.
 SEGMENT_MAX_TURNS = 12

@@ -243,15 +243,19 @@ class OfflineRulesBackend:
     def _split_long(
         self, turns: list[RuleTurn], emb: np.ndarray | None, groups: list[list[int]]
     ) -> list[list[int]]:
-        """The documented maximum span (SEGMENT_MAX_TURNS): a longer segment is cut before its
-        least similar new turn, preferring turns that are neither follow-ups nor short prompts,
-        until every segment fits. Tail turns are never cut off their segment."""
+        """The documented maximum span (SEGMENT_MAX_TURNS): a longer segment is cut before one
+        of its new turns (`_cut_rank`) so that the first part fits (and the second too when the
+        segment is at most twice the span), until every segment fits. Deterministic, so the same
+        turns are always cut at the same places. Tail turns stay with their segment."""
         out: list[list[int]] = []
         pending = list(groups)
         while pending:
             group = pending.pop(0)
-            cuts = [k for k in range(1, len(group)) if not turns[group[k]].is_tail]
-            if len(group) <= T.SEGMENT_MAX_TURNS or not cuts:
+            n, most = len(group), T.SEGMENT_MAX_TURNS
+            # Cut so that the first part fits, and both parts fit when the group is short enough.
+            lowest = max(1, n - most) if n <= 2 * most else 1
+            cuts = [k for k in range(lowest, min(most, n - 1) + 1) if not turns[group[k]].is_tail]
+            if n <= most or not cuts:
                 out.append(group)
                 continue
 
@@ -263,11 +267,12 @@ class OfflineRulesBackend:
     def _cut_rank(
         self, turns: list[RuleTurn], emb: np.ndarray | None, group: list[int], k: int
     ) -> tuple[bool, float, int]:
-        """Where to cut an over-long segment: strong prompts first, then the least similar."""
+        """Where to cut an over-long segment: a prompt that is neither a follow-up nor short,
+        then the least similar turn, then the latest."""
         t = turns[group[k]]
         weak = t.follow_up or len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS
         window = group[max(0, k - T.SEGMENT_WINDOW_TURNS) : k]
-        return (weak, self._turn_sim(turns, emb, group[k], window), k)
+        return (weak, self._turn_sim(turns, emb, group[k], window), -k)
 
     def _merge_lone(
         self,
