@@ -31,7 +31,7 @@ _TAG_BLOCK = re.compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>.*?</\1>", re.S | _I)
 _LONE_TAG = re.compile(r"</?[a-z][\w-]*(?:\s[^>]*)?/?>", _I)
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s.*$", _M)
 _CHECKLIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*\[[ xX✓✔-]?\]\s.*$", _M)
-_PLACEHOLDER = re.compile(
+PLACEHOLDER = re.compile(
     r"\[(?:[a-z][\w /'’-]{1,60}|\.\.\.|…)\]|\{\{[^}]*\}\}|\$[A-Z][A-Z_]{2,}\b|<[A-Z][A-Z_ ]{2,}>"
 )
 _SLASH_COMMAND = re.compile(r"^\s*/[a-z][\w:.-]*(?=\s|$)", _I | _M)
@@ -57,14 +57,14 @@ def subject_text(prompt: str) -> str:
     """The prompt without its scaffolding; a template's user input (its ```text block under
     `## User Input`) is the prompt itself."""
     inputs = [m.group(1).strip() for m in _INPUT_BLOCK.finditer(prompt)]
-    inputs = [i for i in inputs if i and not _PLACEHOLDER.fullmatch(i)]
+    inputs = [i for i in inputs if i and not PLACEHOLDER.fullmatch(i)]
     text = "\n\n".join(inputs) if inputs else prompt
     text = _TAG_BLOCK.sub("\n", text)
     text = _LONE_TAG.sub(" ", text)
     text = _HEADING_LINE.sub("", text)
     text = _CHECKLIST_LINE.sub("", text)
     text = _PASTED_LINE.sub("", text)
-    text = _PLACEHOLDER.sub(" ", text)
+    text = PLACEHOLDER.sub(" ", text)
     text = _SLASH_COMMAND.sub(" ", text)
     text = _FILE_MENTION.sub(" ", text)
     text = _DIRECTIVE.sub(" ", text)
@@ -78,6 +78,14 @@ def has_paste(prompt: str) -> bool:
     return bool(_PASTED_LINE.search(prompt))
 
 
+def answer_text(outcome: str) -> str:
+    """An answer without its headings, checklists and injected blocks: a heading labels what
+    follows ("## Fix Complete"), it never states a decision or an insight."""
+    text = _TAG_BLOCK.sub("\n", outcome)
+    text = _HEADING_LINE.sub("", text)
+    return _CHECKLIST_LINE.sub("", text)
+
+
 def is_status_line(sentence: str) -> bool:
     """A line that reports progress ("✅ Done!", "Bug fix complete!", "Perfect! I've added..."),
     not a finding: never a decision or an insight."""
@@ -89,7 +97,7 @@ def is_scaffolding_sentence(sentence: str) -> bool:
     command, a tag, a review finding's priority tag, a template instruction or a status line."""
     s = sentence.strip()
     return bool(
-        _PLACEHOLDER.search(s)
+        PLACEHOLDER.search(s)
         or _CHECKLIST_LINE.match(s)
         or _SLASH_COMMAND.match(s)
         or _LONE_TAG.search(s)

@@ -317,7 +317,7 @@ class OfflineRulesBackend:
     ) -> Segment:
         members = [turns[i] for i in group]
         continues_tail = continues and members[0].is_tail
-        title = segment_title(members, pass_input.task_title)
+        title = segment_title(members, pass_input.task_title, pass_input.source)
         project, evidence = find_project(members)
         memories = distill(members, title)
         return Segment(

@@ -23,10 +23,13 @@ from memory_pipeline.semantic.text import (
     trim_words,
 )
 
+_SOURCE_NAMES = {"codex": "Codex", "claude_code": "Claude Code", "chat_import": "Chat"}
 
-def segment_title(members: list[RuleTurn], task_title: str | None) -> str:
+
+def segment_title(members: list[RuleTurn], task_title: str | None, source: str = "") -> str:
     """The first usable prompt's subject (scaffolding removed, scaffolding.py); else the heading
-    or opening of the first answer (status words dropped); else the task title."""
+    of the first answer (status words dropped); else the task title; else, when the turns state
+    no subject at all (pure template text), a title that says so."""
     for m in members:
         if len(m.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS and m is not members[-1]:
             continue
@@ -39,7 +42,8 @@ def segment_title(members: list[RuleTurn], task_title: str | None) -> str:
             return title
     if task_title and task_title.strip() and _usable(task_title):
         return trim_words(task_title, T.SEGMENT_TITLE_MAX_CHARS)
-    return f"Turns {members[0].ordinal}-{members[-1].ordinal}"
+    name = _SOURCE_NAMES.get(source, "Agent")
+    return f"{name} turns {members[0].ordinal + 1}-{members[-1].ordinal + 1} with no stated subject"
 
 
 def _usable(title: str) -> bool:
