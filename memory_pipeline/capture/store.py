@@ -34,9 +34,9 @@ from datetime import UTC, date, datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memory_pipeline.capture.confirmations import with_confirmation
 from memory_pipeline.capture.models import ParsedTask, ParsedTurn, ParseIssue, TaskTitle
 from memory_pipeline.capture.redact import Redactions, redact
-from memory_pipeline.capture.confirmations import with_confirmation
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.forget.privacy import CaptureRules, Rule
 from memory_pipeline.forget.tombstones import forgotten_turns, task_forgotten
