@@ -137,9 +137,9 @@ DECISION_CUES = (
 # Weaker decision cues: they make a decision only when a reason is in or next to the sentence
 # (a plan without a why is not worth remembering as a decision).
 DECISION_CUES_NEED_REASON = (
-    r"(?:^|:\s)\W*(?:(?:for|in|on|with|after|until|once|from now on|going forward|instead|so"
-    r"|then|for now)\b[^,;:.]{0,40}?,?\s+)?we(?:'ll| will|'re going to| are going to| won't"
-    r"| will not| should(?:n't| not)?)\b",
+    r"(?:^|:\s)\W*(?:i think,? |i guess,? |i feel like )?(?:(?:for|in|on|with|after|until|once"
+    r"|from now on|going forward|instead|so|then|for now)\b[^,;:.]{0,40}?,?\s+)?we(?:'ll| will"
+    r"|'re going to| are going to| won't| will not| should(?:n't| not)?)\b",
     r"^\W*(?:so |then )?i(?:'ll| will)? (?:set|chose|picked|used|kept|switched|replaced|moved"
     r"|pinned|disabled|enabled|went with|opted|did not use|didn't use|avoided|left)\b",
     r"\brather than\b",
@@ -172,7 +172,7 @@ INSIGHT_CUES = (
 REASON_IN_SENTENCE = (
     r"\b(?:because|since|so that|so (?:we|it|the|that|there)|to avoid|to prevent|in order to"
     r"|due to|as (?:it|this|that|they)|which (?:means|avoids|keeps|lets|makes)|otherwise"
-    r"|given that|thanks to)\b|,\s*so\b"
+    r"|given that|thanks to|for (?:backwards?|backward) compatibility)\b|,\s*so\b"
     r"|\bso (?:a |an |the )?[\w`'-]+(?: [\w`'-]+)? (?:can|could|will|would|won't|doesn't|don't"
     r"|never|always|is|are|stays?|gets?|goes|has|have)\b"
 )
@@ -626,7 +626,18 @@ SCAFFOLD_STATUS_LINES = (
     r"^\W*(?:(?:perfect|great|done|excellent|awesome|success|all set|got it)\b\W*$"
     r"|[\w\s/-]{0,40}\b(?:complete|completed|done|implemented|fixed|finished|ready|confirmed"
     r"(?: feasible)?|working|resolved)\W*$"
-    r"|status\s*:|(?:all )?\d* ?tests? pass(?:ed|ing)?\W*$)"
+    r"|status\s*:|(?:all )?\d* ?tests? pass(?:ed|ing)?\W*$"
+    r"|(?:so )?the (?:issue|problem|cause|fix|answer) is (?:clear|simple)\W*$"
+    r"|here(?:'s| is) (?:what(?:'s| is| was)? (?:included|changed|done|implemented|new)"
+    r"|what i (?:did|changed))\W*$)"
+)
+# An answer that opens by reporting what was done ("I've successfully created ...", "The script
+# has been updated ...") does not answer a why or how: the answer rule looks past it.
+SCAFFOLD_PROGRESS_REPORT = (
+    r"^\W*(?:(?:i|we)(?:'ve| have)\s+(?:now\s+)?(?:successfully\s+)?(?:created|added|updated"
+    r"|implemented|fixed|built|set up|moved|cleaned up|copied|made|finished|completed)\b"
+    r"|[\w`'. -]{1,60} (?:has|have) been (?:successfully )?(?:created|added|updated|implemented"
+    r"|fixed|built|moved|copied)\b)"
 )
 # Segmentation by purpose (segment.py). A prompt opens a new segment, whatever its similarity,
 # when it is a new request - it opens with a work verb (SEGMENT_REQUEST_OPENERS) or reports a

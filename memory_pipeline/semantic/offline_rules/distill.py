@@ -49,6 +49,8 @@ from memory_pipeline.semantic.offline_rules.patterns import (
 from memory_pipeline.semantic.offline_rules.scaffolding import (
     PLACEHOLDER,
     answer_text,
+    is_data_line,
+    is_progress_report,
     is_scaffolding_sentence,
     subject_text,
 )
@@ -267,6 +269,8 @@ def _answer(
         and len(s.split()) >= 2
         and not TABLE_ROW.match(s)
         and not is_scaffolding_sentence(s)
+        and not is_progress_report(s)
+        and not is_data_line(s)
     ]
     if not opening:
         return None

@@ -48,6 +48,7 @@ _PASTED_LINE = re.compile(
 )
 _TEMPLATE_SENTENCE = re.compile(T.SCAFFOLD_TEMPLATE_SENTENCES, _I)
 _STATUS = re.compile(T.SCAFFOLD_STATUS_LINES, _I)
+_PROGRESS = re.compile(T.SCAFFOLD_PROGRESS_REPORT, _I)
 _REVIEW_FINDING = re.compile(r"^\W*\[(?:P[0-4]|nit|major|minor|blocker|critical)\]", _I)
 _EMOJI = re.compile(r"[\u2190-\u2bff\u2700-\u27bf\U0001F000-\U0001FAFF\ufe0f]")
 _WS = re.compile(r"[ \t]+")
@@ -90,6 +91,19 @@ def is_status_line(sentence: str) -> bool:
     """A line that reports progress ("✅ Done!", "Bug fix complete!", "Perfect! I've added..."),
     not a finding: never a decision or an insight."""
     return bool(_STATUS.search(_EMOJI.sub("", sentence).strip()))
+
+
+_DATA_LINE = re.compile(r"^\W*[\w /-]{1,30}:\s*`[^`]+`\W*$")
+
+
+def is_data_line(sentence: str) -> bool:
+    """A "Key: `value`" line of a listing: a fact to look at, never a finding on its own."""
+    return bool(_DATA_LINE.match(sentence))
+
+
+def is_progress_report(sentence: str) -> bool:
+    """A sentence that reports what was done ("I've successfully created the package")."""
+    return bool(_PROGRESS.search(_EMOJI.sub("", sentence).strip()))
 
 
 def is_scaffolding_sentence(sentence: str) -> bool:
