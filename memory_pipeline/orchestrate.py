@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime
 import dagster as dg
 
 from memory_pipeline.capture.changes import changed_since, partition_days
+from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
 from memory_pipeline.jobs import (
@@ -197,3 +198,6 @@ def _report(result: dg.ExecuteInProcessResult, progress: Callable[[str], None]) 
             f"{k}={v.value}" for k, v in mat.metadata.items() if isinstance(v.value, int | float)
         )
         progress(f"  {key}: {shown}")
+        skip_line = mat.metadata.get(OWNERSHIP_SKIP_LINE)
+        if skip_line is not None and str(skip_line.value).startswith("skipped"):
+            progress(f"  {skip_line.value}")  # loud: a skipped history must not go unnoticed

@@ -4,6 +4,7 @@ import dagster as dg
 
 from memory_pipeline.capture.changes import WatchCursor, watch
 from memory_pipeline.capture.ingest import capture_window
+from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.db.definitions import memory_database
 from memory_pipeline.jobs import INGEST_JOB, ingest_days_in_flight, request_days, work_key
 from memory_pipeline.partitions import daily, single_run
@@ -50,6 +51,11 @@ def captured_tasks(
     }
     metadata["sources"] = sources.kind
     metadata["skipped_tasks_table"] = dg.MetadataValue.md(report.skip_table())
+    # The one line `memory-pipeline run` prints and the UI shows: skipped for ownership, why,
+    # and the commands that list and confirm them.
+    metadata[OWNERSHIP_SKIP_LINE] = dg.MetadataValue.text(
+        report.ownership_skip_line() or "no task skipped for ownership"
+    )
     return dg.MaterializeResult(metadata=metadata)
 
 

@@ -7,6 +7,8 @@ from pydantic import BaseModel, Field
 from memory_pipeline.capture.redact import Redactions
 
 MAX_SKIP_ROWS = 50
+# Metadata key of the run's one-line ownership skip report (printed by `memory-pipeline run`).
+OWNERSHIP_SKIP_LINE = "skipped_for_ownership_line"
 
 
 class CaptureReport(BaseModel):
@@ -24,6 +26,8 @@ class CaptureReport(BaseModel):
     skipped_tasks: dict[str, int] = Field(default_factory=dict)  # reason -> count
     # The first few skipped tasks of the run with their reason, for the run's skip table.
     skipped_examples: list[tuple[str, str, str]] = Field(default_factory=list)
+    # Tasks skipped for ownership, by "<ownership>:<reason>" (e.g. "unknown:claude_code:...").
+    ownership_skips: dict[str, int] = Field(default_factory=dict)
     file_issues: dict[str, int] = Field(default_factory=dict)  # reason -> count
     redactions: Redactions = Field(default_factory=Redactions)
     # NUL and lone surrogates replaced by U+FFFD in what this run stored (PostgreSQL cannot
@@ -32,8 +36,14 @@ class CaptureReport(BaseModel):
     unanswered_turns: int = 0  # chat-import prompts stored unanswered after the quiet period
     answers_to_unanswered: int = 0  # turns appended that answer a stored unanswered turn
 
-    def count_skip(self, source: str, native_id: str, reason: str) -> None:
+    def count_skip(
+        self, source: str, native_id: str, reason: str, ownership: str | None = None
+    ) -> None:
+        """One skipped task; `ownership` ("unknown", "delegated") when skipped for ownership."""
         self.skipped_tasks[reason] = self.skipped_tasks.get(reason, 0) + 1
+        if ownership is not None:
+            key = f"{ownership}:{reason}"
+            self.ownership_skips[key] = self.ownership_skips.get(key, 0) + 1
         if len(self.skipped_examples) < MAX_SKIP_ROWS:
             self.skipped_examples.append((source, native_id, reason))
 
@@ -45,6 +55,30 @@ class CaptureReport(BaseModel):
         more = sum(self.skipped_tasks.values()) - len(rows)
         tail = [f"\n{more} more in the capture_skips table."] if more > 0 else []
         return "\n".join(["| source | native id | reason |", "|---|---|---|", *rows, *tail])
+
+    def ownership_skip_line(self) -> str:
+        """One line for the user: how many tasks were skipped for ownership, why, and the
+        commands that list them and confirm one ("" when none was)."""
+        if not self.ownership_skips:
+            return ""
+        total = sum(self.ownership_skips.values())
+        parts = []
+        for ownership in ("unknown", "delegated"):
+            reasons = {
+                k.split(":", 1)[1]: n
+                for k, n in sorted(self.ownership_skips.items())
+                if k.startswith(f"{ownership}:")
+            }
+            if reasons:
+                listed = ", ".join(f"{r} {n}" for r, n in reasons.items())
+                parts.append(f"{sum(reasons.values())} {ownership} ({listed})")
+        line = (
+            f"skipped {total} task{'s' if total != 1 else ''} for ownership: {'; '.join(parts)}"
+            " - `memory-pipeline capture skips` lists them"
+        )
+        if any(k.startswith("unknown:") for k in self.ownership_skips):
+            line += "; `memory-pipeline capture confirm SOURCE:ID` captures one as yours"
+        return line
 
     def count_file_issue(self, reason: str) -> None:
         self.file_issues[reason] = self.file_issues.get(reason, 0) + 1
@@ -70,6 +104,8 @@ class CaptureReport(BaseModel):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, n in other.skipped_tasks.items():
             self.skipped_tasks[reason] = self.skipped_tasks.get(reason, 0) + n
+        for key, n in other.ownership_skips.items():
+            self.ownership_skips[key] = self.ownership_skips.get(key, 0) + n
         room = MAX_SKIP_ROWS - len(self.skipped_examples)
         self.skipped_examples.extend(other.skipped_examples[: max(room, 0)])
         for reason, n in other.file_issues.items():
@@ -89,6 +125,7 @@ class CaptureReport(BaseModel):
             "unfinished_turns_waiting": self.unfinished_turns_waiting,
             "tasks_skipped": sum(self.skipped_tasks.values()),
             "skipped_by_reason": dict(sorted(self.skipped_tasks.items())),
+            "skipped_for_ownership": sum(self.ownership_skips.values()),
             "file_issues_by_reason": dict(sorted(self.file_issues.items())),
             "redactions": self.redactions.total,
             "redactions_by_kind": dict(sorted(self.redactions.by_kind.items())),

@@ -35,6 +35,7 @@ from datetime import UTC, date, datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memory_pipeline.capture.confirmations import with_confirmation
 from memory_pipeline.capture.models import ParsedTask, ParsedTurn, ParseIssue, TaskTitle
 from memory_pipeline.capture.redact import Redactions, redact
 from memory_pipeline.capture.report import CaptureReport
@@ -329,9 +330,12 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
         record_exclusion(conn, task, day, rule)
         report.count_skip(task.source, task.native_id, "excluded")
         return
+    task = with_confirmation(conn, task)  # the user's word turns an `unknown` task theirs
     if task.ownership.ownership != "user_owned":
         record_task_skip(conn, task, day)
-        report.count_skip(task.source, task.native_id, task.ownership.reason)
+        report.count_skip(
+            task.source, task.native_id, task.ownership.reason, task.ownership.ownership
+        )
         return
 
     fix = Storable()

@@ -22,6 +22,7 @@ from memory_pipeline.cli import (  # noqa: F401 - importing registers the comman
     backup,
     bench,
     brief,
+    capture,
     db,
     dream,
     forget,

@@ -252,13 +252,37 @@ def evaluate_retrieval(
             "evaluation/secrets/.",
         ),
     ] = None,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Instead: evaluate the semantic pass on hand-labelled real sessions (segment "
+            "boundaries, titles, decisions, insights). Needs no database.",
+        ),
+    ] = False,
+    semantic_gold: Annotated[
+        Path | None,
+        typer.Option(help="With --semantic: the labelled sessions (JSON Lines)."),
+    ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="With --semantic: use the offline rules even when an Ollama model is configured.",
+        ),
+    ] = False,
 ) -> None:
     """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
     evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages; then
     precision and recall of discovered relationships per edge type. With --secrets: recall and
-    false positives of redaction instead."""
+    false positives of redaction instead. With --semantic: segment boundary F1, title
+    acceptability and decision/insight precision and recall of the semantic pass on real
+    sessions."""
     if secrets:
         _evaluate_secrets(secrets_set, json_output)
+        return
+    if semantic:
+        _evaluate_semantic(semantic_gold, offline, json_output)
         return
     from serving.db import connect_reader, reader_errors
     from serving.evaluation import evaluate, load_gold, report_table
@@ -314,3 +338,20 @@ def _evaluate_secrets(path: Path | None, json_output: bool) -> None:
         typer.echo(secret_eval.report(result, path))
     if not result.meets_targets:
         raise typer.Exit(1)
+
+
+def _evaluate_semantic(gold: Path | None, offline: bool, json_output: bool) -> None:
+    from memory_pipeline.cli.app import say
+    from memory_pipeline.resources import SemanticResource
+    from memory_pipeline.semantic import evaluation as sem
+
+    gold = gold or sem.REAL_SESSIONS_GOLD
+    if offline:
+        from memory_pipeline.embedding.minilm import get_minilm
+        from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
+
+        backend = OfflineRulesBackend(embedder=get_minilm())
+    else:
+        backend = SemanticResource.from_settings(Settings.from_env()).backend()
+    report = sem.evaluate(gold, backend, progress=say)
+    typer.echo(report.model_dump_json(indent=2) if json_output else sem.report_table(report))

@@ -24,6 +24,20 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    into a neighbour that opens with a cue) unless it is below SEGMENT_LONE_MERGE_MIN_SIM for both.
    The prior tail segment is the initial current segment, so the first new turns continue it
    (`continues_tail`) unless they shift away.
+   Purpose (tuning: SEGMENT_REQUEST_OPENERS...): a prompt that opens a new request (a work verb:
+   add, build, fix, implement, migrate...) or reports a problem ("any idea why", "X is broken"),
+   that does not refer back (SEGMENT_FOLLOW_UP: "this change", "still no", "it worked", a pasted
+   terminal session, "implement it") and whose content words are at least
+   SEGMENT_NEW_REQUEST_NOVELTY new (in no prompt of the current segment nor in the previous
+   outcome) opens a segment whatever its similarity; so does a question of at least
+   SEGMENT_NEW_QUESTION_MIN_TERMS content words, SEGMENT_NEW_QUESTION_NOVELTY of them new. Such a
+   segment is never merged away as a lone turn. Maximum span: a segment longer than
+   SEGMENT_MAX_TURNS is cut so its first part fits (both parts when it is at most twice that),
+   before a turn that is neither a follow-up nor a short prompt if any, then the least similar,
+   then the latest; repeated until every segment fits. Every rule is deterministic: the same
+   turns are always cut at the same places.
+   Prompts are read without their scaffolding (scaffolding.py: templates, headings, checklists,
+   placeholders, slash commands, @-mentions, directives, injected tags, pasted terminal lines).
 
 2. Distillation, per new turn (tail turns are never distilled again). Inline code and fenced
    code blocks never carry a cue (`--since` is not "since"); questions are never statements.
@@ -65,8 +79,16 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    one distinct name or a repeated one that clearly dominates; the evidence is the sentence that
    names it. A path (cwd, repository) never matches.
 
+Scaffolding (scaffolding.py) is never a title, a decision or an insight: titles come from the
+prompt's subject, else the first answer's heading without its status word, else the task title;
+distillation reads answers without headings, checklists and injected blocks, and a placeholder,
+checklist line, slash command, review finding (`[P1] ...`), template instruction or status line
+never carries a cue; an answer rule looks past progress reports ("I've created ...") and data
+lines ("Filename: `x`").
+
 Modules, one per step: `features` (per-turn features), `segment` (the backend: segmentation
-and assembly), `distill`, `corrections`, `titles`, `project`; `patterns` holds the compiled cues.
+and assembly), `distill`, `corrections`, `titles`, `project`, `scaffolding`; `patterns` holds
+the compiled cues.
 """
 
 from memory_pipeline.semantic.offline_rules.segment import OfflineRulesBackend

@@ -46,6 +46,14 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     clean,
     strip_end,
 )
+from memory_pipeline.semantic.offline_rules.scaffolding import (
+    PLACEHOLDER,
+    answer_text,
+    is_data_line,
+    is_progress_report,
+    is_scaffolding_sentence,
+    subject_text,
+)
 from memory_pipeline.semantic.text import (
     STOPWORDS,
     capitalize_first,
@@ -78,7 +86,8 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
         found: set[str] = set()
         used: set[int] = set()  # outcome sentences already distilled by a cue
         outcome_sentences: list[str] = []
-        for text, speaker in ((m.turn.prompt, "The user"), (m.turn.outcome, "The agent")):
+        prompt, outcome = m.subject or subject_text(m.turn.prompt), answer_text(m.turn.outcome)
+        for text, speaker in ((prompt, "The user"), (outcome, "The agent")):
             sentences = [clean(s) for s in split_sentences(text)]
             if speaker == "The agent":
                 outcome_sentences = sentences
@@ -92,9 +101,9 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
                     if speaker == "The agent":
                         used.add(j)
                     _add_candidate(candidates, cand)
-        asked = _question_kind(m.turn.prompt)
+        asked = _question_kind(prompt)
         if asked:
-            cand = _answer(*asked, m.turn.prompt, outcome_sentences, used, m.ordinal)
+            cand = _answer(*asked, prompt, outcome_sentences, used, m.ordinal)
             if cand is not None:
                 found.add(cand.type)
                 _add_candidate(candidates, cand)
@@ -107,6 +116,7 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
         keep = sorted(candidates, key=lambda c: not c.has_reason)
         keep = keep[: T.DISTILL_MAX_MEMORIES_PER_SEGMENT]
         candidates = [c for c in candidates if c in keep]
+    candidates = [c for c in candidates if not _is_scaffolding_memory(c)]
     return [
         DistilledMemory(
             type=c.type,  # type: ignore[arg-type]
@@ -119,6 +129,12 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
     ]
 
 
+def _is_scaffolding_memory(c: _Candidate) -> bool:
+    """A memory built around template text (a placeholder left in, a status line as its title)
+    is dropped whole: scaffolding is never a decision or an insight."""
+    return is_scaffolding_sentence(c.title) or bool(PLACEHOLDER.search(c.content))
+
+
 def _is_statement(sentence: str) -> bool:
     return not sentence.endswith("?") and len(sentence.split()) >= 4
 
@@ -128,6 +144,8 @@ def _cue_kind(sentences: list[str], j: int) -> str | None:
     sentence = _unprefixed(sentences[j])
     if not _is_statement(sentence) or TABLE_ROW.match(sentence):
         return None
+    if is_scaffolding_sentence(sentences[j]) or is_scaffolding_sentence(sentence):
+        return None  # a placeholder, checklist line, review finding or status line
     if not NOT_DECIDED.search(sentence):
         if DECISION.search(sentence):
             return "decision"
@@ -247,7 +265,12 @@ def _answer(
     opening = [
         i
         for i, s in enumerate(outcome)
-        if not s.endswith("?") and len(s.split()) >= 2 and not TABLE_ROW.match(s)
+        if not s.endswith("?")
+        and len(s.split()) >= 2
+        and not TABLE_ROW.match(s)
+        and not is_scaffolding_sentence(s)
+        and not is_progress_report(s)
+        and not is_data_line(s)
     ]
     if not opening:
         return None
@@ -282,12 +305,16 @@ def _answer(
 def _accepted_proposal(m: RuleTurn, previous: RuleTurn) -> _Candidate | None:
     """A short acceptance ("ok store both") of a proposal in the previous outcome ("We should
     store import and export separately instead of clipping") makes that proposal a decision."""
-    prompt = clean(m.turn.prompt)
+    prompt = clean(m.subject or subject_text(m.turn.prompt))
     if len(prompt.split()) > T.ACCEPTANCE_MAX_WORDS or not ACCEPTANCE.search(prompt):
         return None
-    sentences = [clean(s) for s in split_sentences(previous.turn.outcome)]
+    sentences = [clean(s) for s in split_sentences(answer_text(previous.turn.outcome))]
     for j, sentence in enumerate(sentences):
-        if _is_statement(sentence) and PROPOSAL.search(sentence):
+        if (
+            _is_statement(sentence)
+            and PROPOSAL.search(sentence)
+            and not is_scaffolding_sentence(sentence)
+        ):
             core = _unprefixed(sentence)
             before, after, has_reason = _with_reason(sentences, j, core)
             quoted = trim_words(strip_end(prompt), 60)

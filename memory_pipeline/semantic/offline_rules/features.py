@@ -18,6 +18,16 @@ class RuleTurn:
     shift_cue: bool = False
     continuation_cue: bool = False
     correction_cue: bool = False
+    # The prompt without scaffolding (scaffolding.subject_text): what titles and topics read.
+    subject: str = ""
+    # A new request or problem report that refers to nothing said (segment.py, purpose rule).
+    new_request: bool = False
+    # A question that refers to nothing said.
+    new_question: bool = False
+    # The prompt refers back (a follow-up, a paste, "this change", "still no").
+    follow_up: bool = False
+    # This turn opens a segment by the purpose rule or the maximum span (never merged away).
+    opens_purpose: bool = False
 
     @property
     def ordinal(self) -> int:

@@ -54,6 +54,9 @@ DIAGNOSIS = ProsePattern(
     r"^\W*(?:it's|it is|it was|that's|this is|the (?:cause|problem|issue|culprit)\b)", _I
 )
 INSIGHT = _any(T.INSIGHT_CUES)
+REQUEST_OPENER = re.compile(T.SEGMENT_REQUEST_OPENERS, _I)
+PROBLEM_OPENER = re.compile(T.SEGMENT_PROBLEM_OPENERS, _I)
+FOLLOW_UP = ProsePattern(T.SEGMENT_FOLLOW_UP)
 REASON = ProsePattern(T.REASON_IN_SENTENCE)
 REASON_LEAD = ProsePattern(T.REASON_SENTENCE_LEAD)
 CORRECTION = _any(T.CORRECTION_CUES)

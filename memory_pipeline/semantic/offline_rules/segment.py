@@ -25,14 +25,30 @@ from memory_pipeline.semantic.models import (
 from memory_pipeline.semantic.offline_rules.corrections import is_correction, user_expected
 from memory_pipeline.semantic.offline_rules.distill import distill
 from memory_pipeline.semantic.offline_rules.features import RuleTurn
-from memory_pipeline.semantic.offline_rules.patterns import CONTINUATION, SHIFT, clean, strip_end
+from memory_pipeline.semantic.offline_rules.patterns import (
+    CONTINUATION,
+    FOLLOW_UP,
+    PROBLEM_OPENER,
+    QUESTION_WORD,
+    REQUEST_OPENER,
+    SHIFT,
+    clean,
+    strip_end,
+)
 from memory_pipeline.semantic.offline_rules.project import find_project
+from memory_pipeline.semantic.offline_rules.scaffolding import has_paste, subject_text
 from memory_pipeline.semantic.offline_rules.titles import segment_title
 from memory_pipeline.semantic.text import (
     content_terms,
     first_sentences,
+    split_sentences,
     trim_words,
 )
+
+
+def _is_question(subject: str) -> bool:
+    first = next(iter(split_sentences(subject)), "")
+    return first.endswith("?") or bool(QUESTION_WORD.match(first))
 
 
 class OfflineRulesBackend:
@@ -71,13 +87,17 @@ class OfflineRulesBackend:
         turns: list[RuleTurn] = []
         counts: list[Counter[str]] = []
         for t, is_tail in raw:
-            p_terms = content_terms(t.prompt)
+            subject = subject_text(t.prompt)
+            p_terms = content_terms(subject)
             c: Counter[str] = Counter()
             for term in p_terms:
                 c[term] += T.SEGMENT_PROMPT_WEIGHT
             c.update(content_terms(t.outcome))
             counts.append(c)
-            head = t.prompt.strip()[: T.SEGMENT_SHIFT_CUE_SCAN_CHARS]
+            head = subject[: T.SEGMENT_SHIFT_CUE_SCAN_CHARS]
+            follow_up = bool(
+                CONTINUATION.search(head) or FOLLOW_UP.search(subject) or has_paste(t.prompt)
+            )
             turns.append(
                 RuleTurn(
                     turn=t,
@@ -86,6 +106,10 @@ class OfflineRulesBackend:
                     shift_cue=bool(SHIFT.search(head)),
                     continuation_cue=bool(CONTINUATION.search(head)),
                     correction_cue=is_correction(t.prompt),
+                    subject=subject,
+                    new_request=bool(REQUEST_OPENER.match(head) or PROBLEM_OPENER.match(head)),
+                    new_question=_is_question(subject),
+                    follow_up=follow_up,
                 )
             )
         n = len(counts)
@@ -186,15 +210,69 @@ class OfflineRulesBackend:
             elif len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS or t.correction_cue:
                 boundary = False
             else:
-                boundary = sim < T.SEGMENT_SHIFT_THRESHOLD
+                t.opens_purpose = self._opens_purpose(turns, i, current)
+                boundary = sim < T.SEGMENT_SHIFT_THRESHOLD or t.opens_purpose
             if boundary:
                 groups.append([i])
             else:
                 current.append(i)
         groups = self._merge_lone(turns, emb, groups, has_tail=first_new > 0)
+        groups = self._split_long(turns, emb, groups)
         if first_new and groups[0] == list(range(first_new)):
             groups = groups[1:]  # the new turns all shifted away from the tail
         return groups
+
+    def _opens_purpose(self, turns: list[RuleTurn], i: int, current: list[int]) -> bool:
+        """The purpose rule (tuning: SEGMENT_REQUEST_OPENERS...): a new request, problem report
+        or question that refers to nothing said and whose words are mostly new."""
+        t = turns[i]
+        if t.follow_up or t.continuation_cue or not (t.new_request or t.new_question):
+            return False
+        words = set(t.prompt_terms)
+        known: set[str] = set(content_terms(turns[i - 1].turn.outcome))
+        for j in current:
+            known.update(turns[j].prompt_terms)
+        novelty = len(words - known) / len(words)
+        if t.new_request:
+            return novelty >= T.SEGMENT_NEW_REQUEST_NOVELTY
+        return (
+            len(words) >= T.SEGMENT_NEW_QUESTION_MIN_TERMS
+            and novelty >= T.SEGMENT_NEW_QUESTION_NOVELTY
+        )
+
+    def _split_long(
+        self, turns: list[RuleTurn], emb: np.ndarray | None, groups: list[list[int]]
+    ) -> list[list[int]]:
+        """The documented maximum span (SEGMENT_MAX_TURNS): a longer segment is cut before one
+        of its new turns (`_cut_rank`) so that the first part fits (and the second too when the
+        segment is at most twice the span), until every segment fits. Deterministic, so the same
+        turns are always cut at the same places. Tail turns stay with their segment."""
+        out: list[list[int]] = []
+        pending = list(groups)
+        while pending:
+            group = pending.pop(0)
+            n, most = len(group), T.SEGMENT_MAX_TURNS
+            # Cut so that the first part fits, and both parts fit when the group is short enough.
+            lowest = max(1, n - most) if n <= 2 * most else 1
+            cuts = [k for k in range(lowest, min(most, n - 1) + 1) if not turns[group[k]].is_tail]
+            if n <= most or not cuts:
+                out.append(group)
+                continue
+
+            k = min(cuts, key=lambda k, g=group: self._cut_rank(turns, emb, g, k))
+            turns[group[k]].opens_purpose = True
+            pending[:0] = [group[:k], group[k:]]
+        return out
+
+    def _cut_rank(
+        self, turns: list[RuleTurn], emb: np.ndarray | None, group: list[int], k: int
+    ) -> tuple[bool, float, int]:
+        """Where to cut an over-long segment: a prompt that is neither a follow-up nor short,
+        then the least similar turn, then the latest."""
+        t = turns[group[k]]
+        weak = t.follow_up or len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS
+        window = group[max(0, k - T.SEGMENT_WINDOW_TURNS) : k]
+        return (weak, self._turn_sim(turns, emb, group[k], window), -k)
 
     def _merge_lone(
         self,
@@ -207,7 +285,8 @@ class OfflineRulesBackend:
         while changed:
             changed = False
             for gi, group in enumerate(groups):
-                if len(group) != 1 or turns[group[0]].is_tail or turns[group[0]].shift_cue:
+                first = turns[group[0]]
+                if len(group) != 1 or first.is_tail or first.shift_cue or first.opens_purpose:
                     continue
                 if has_tail and gi == 0:
                     continue
@@ -216,7 +295,8 @@ class OfflineRulesBackend:
                 if gi > 0:
                     prev = groups[gi - 1]
                     prev_sim = self._similarity(turns, emb, i, prev[-T.SEGMENT_WINDOW_TURNS :])
-                if gi + 1 < len(groups) and not turns[groups[gi + 1][0]].shift_cue:
+                nxt_first = turns[groups[gi + 1][0]] if gi + 1 < len(groups) else None
+                if nxt_first is not None and not (nxt_first.shift_cue or nxt_first.opens_purpose):
                     nxt = groups[gi + 1]
                     next_sim = self._similarity(turns, emb, i, nxt[: T.SEGMENT_WINDOW_TURNS])
                 if max(prev_sim, next_sim) < T.SEGMENT_LONE_MERGE_MIN_SIM:
@@ -237,7 +317,7 @@ class OfflineRulesBackend:
     ) -> Segment:
         members = [turns[i] for i in group]
         continues_tail = continues and members[0].is_tail
-        title = segment_title(members, pass_input.task_title)
+        title = segment_title(members, pass_input.task_title, pass_input.source)
         project, evidence = find_project(members)
         memories = distill(members, title)
         return Segment(

@@ -15,6 +15,7 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     clean,
     strip_end,
 )
+from memory_pipeline.semantic.offline_rules.scaffolding import is_scaffolding_sentence
 from memory_pipeline.semantic.text import (
     capitalize_first,
     content_terms,
@@ -22,17 +23,59 @@ from memory_pipeline.semantic.text import (
     trim_words,
 )
 
+_SOURCE_NAMES = {"codex": "Codex", "claude_code": "Claude Code", "chat_import": "Chat"}
 
-def segment_title(members: list[RuleTurn], task_title: str | None) -> str:
+
+def segment_title(members: list[RuleTurn], task_title: str | None, source: str = "") -> str:
+    """The first usable prompt's subject (scaffolding removed, scaffolding.py); else the heading
+    of the first answer (status words dropped); else the task title; else, when the turns state
+    no subject at all (pure template text), a title that says so."""
     for m in members:
         if len(m.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS and m is not members[-1]:
             continue
-        title = _title_from_prompt(m.turn.prompt)
-        if title:
+        title = _title_from_prompt(m.subject)
+        if _usable(title):
             return title
-    if task_title and task_title.strip():
+    for m in members[:2]:
+        title = _title_from_outcome(m.turn.outcome)
+        if _usable(title):
+            return title
+    if task_title and task_title.strip() and _usable(task_title):
         return trim_words(task_title, T.SEGMENT_TITLE_MAX_CHARS)
-    return f"Turns {members[0].ordinal}-{members[-1].ordinal}"
+    name = _SOURCE_NAMES.get(source, "Agent")
+    return f"{name} turns {members[0].ordinal + 1}-{members[-1].ordinal + 1} with no stated subject"
+
+
+def _usable(title: str) -> bool:
+    """Not empty, not scaffolding, and naming something (two content words or three words)."""
+    return bool(title) and not is_scaffolding_sentence(title) and len(content_terms(title)) >= 1
+
+
+_STATUS_WORDS = re.compile(
+    r"\s*(?:[-–—:]\s*)?\b(?:complete|completed|done|implemented|finished|ready|summary"
+    r"|successful(?:ly)?|confirmed(?: feasible)?)\b\W*$",
+    re.I,
+)
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+
+def _title_from_outcome(outcome: str) -> str:
+    """The first heading of an answer that names something once its status word is gone
+    ("## Phase 0 Investigation Complete" -> "Phase 0 Investigation")."""
+    for heading in _HEADING.findall(outcome)[:3]:
+        text = _STATUS_WORDS.sub("", clean(_EMOJI.sub("", heading))).strip(" :-–—")
+        if len(content_terms(text)) >= 2 and not is_scaffolding_sentence(text):
+            return capitalize_first(trim_words(text, T.SEGMENT_TITLE_MAX_CHARS))
+    return ""
+
+
+_EMOJI = re.compile(r"[\u2190-\u2bff\u2700-\u27bf\U0001F000-\U0001FAFF\ufe0f]")
+# "I am running Claude Code on wsl and I would like to X" -> "I would like to X".
+_CONTEXT_LEAD = re.compile(
+    r"^i(?:'m| am) (?:running|using|on|working (?:on|in|with))\b[^.;]*?(?:,|\band)\s+"
+    r"(?=i(?:'d| would) like|i (?:want|need))",
+    re.I,
+)
 
 
 def _title_from_prompt(prompt: str) -> str:
@@ -42,7 +85,7 @@ def _title_from_prompt(prompt: str) -> str:
     for sentence in split_sentences(prompt)[:4]:
         s = clean(sentence)
         s = SHIFT_PREAMBLE.sub("", s)
-        s = TITLE_OPENERS.sub("", GREETING.sub("", s))
+        s = TITLE_OPENERS.sub("", _CONTEXT_LEAD.sub("", GREETING.sub("", s)))
         s = strip_end(TITLE_TAIL.split(s, maxsplit=1)[0])
         if len(content_terms(s)) >= 2 or (s and len(s.split()) >= 3):
             sentences.append(s)
