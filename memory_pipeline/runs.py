@@ -22,9 +22,9 @@ Two places use this:
 
 Our own records of work in progress get the same treatment at the same moments
 (`clear_interrupted_work`): a dream run left `running` in `dream_cycle_runs` (its cycle's
-session lock is free), a backup's temp directory and a verification's scratch database left by
-a process that died. Each stage owns its check (dream/store.py, backup/); this is the one place
-`run` and `ui` call them from.
+session lock is free), a backup's temp directory, and a verification's scratch database or a
+restore's staging database left by a process that died. Each stage owns its check
+(dream/store.py, backup/); this is the one place `run` and `ui` call them from.
 
 A failed run's work is picked up again: the semantic pass of its tasks is still pending in our
 database, so `memory-pipeline run`, the semantic pass sensor and the hourly catch-up request it,

@@ -13,6 +13,8 @@ leaves the vector (HNSW) indexes out of that restore: building them over every v
 of a verify's time (100 s at 100K memories), and the comparison reads only the data; a real
 restore rebuilds them. A named restore also goes to a staging database first and replaces the
 target only after the comparison passed: a failed restore never costs the database that was there.
+Its staging database `<target>_restore_<random>` is claimed and marked like a scratch database
+(scratch.py), so one a killed restore left is dropped by the next start too.
 The comparison's two halves run at once (table checksums over BACKUP_CHECKSUM_WORKERS connections
 in a thread, the exports recomputed here), and so do the exports' authentication and the restore.
 """
@@ -74,7 +76,14 @@ from memory_pipeline.backup.pgtools import (
     stderr_tail,
     unreadable_note,
 )
-from memory_pipeline.backup.scratch import VERIFY_PURPOSE, claimed, drop_abandoned, dropped_line
+from memory_pipeline.backup.scratch import (
+    RESTORE_PURPOSE,
+    VERIFY_PURPOSE,
+    claimed,
+    drop_abandoned,
+    dropped_line,
+    mark_staging,
+)
 from memory_pipeline.db.connection import CONNECT_TIMEOUT_S, connect, sql_ident
 from memory_pipeline.tuning import BACKUP_TEMPLATE_BUSY_RETRIES, BACKUP_TEMPLATE_BUSY_WAIT_S
 
@@ -189,23 +198,31 @@ def restore_backup(
     problems = _check_files(path, manifest, key)
     if problems:
         raise RestoreError(f"backup {path.name} is damaged: {problems[0]}")
-    staging = _scratch_name(target, "restore")
-    with _admin(dsn, avoid=target) as admin:
-        _create_database(admin, dsn, staging)
-    try:
-        say(f"restoring {path.name} into staging database {staging}")
-        problems = _restore_and_compare(tools, key, path, manifest, dsn, staging, say)
-        if problems:
-            raise RestoreError(
-                f"the restored data does not match backup {path.name}: {'; '.join(problems[:3])}"
-            )
-        with _admin(dsn, avoid=target) as admin:
-            _refuse_non_empty(dsn, target, force, manifest)  # again: it may have changed
-            _replace_database(admin, staging, target)
-    except BaseException:
-        with _admin(dsn, avoid=target) as admin:
-            _drop_database(admin, staging)
-        raise
+    staging = _scratch_name(target, RESTORE_PURPOSE)
+    # The staging database's lock lives in our own database (the one `dsn` names), where the
+    # next start looks for it; that session may be in `target` itself (restoring over the live
+    # database), and then it ends when the target is replaced, after which no lock is needed.
+    with _admin(dsn) as holder:
+        for left in drop_abandoned(holder):  # by restores and verifications that were killed
+            say(dropped_line(left))
+        with claimed(holder, staging):
+            with _admin(dsn, avoid=target) as admin:
+                _create_database(admin, dsn, staging)
+                mark_staging(admin, staging, holder.info.dbname)
+            try:
+                say(f"restoring {path.name} into staging database {staging}")
+                problems = _restore_and_compare(tools, key, path, manifest, dsn, staging, say)
+                if problems:
+                    raise RestoreError(
+                        f"the restored data does not match backup {path.name}: "
+                        f"{'; '.join(problems[:3])}"
+                    )
+                with _admin(dsn, avoid=target) as admin:
+                    _refuse_non_empty(dsn, target, force, manifest)  # again: it may have changed
+                    _replace_database(admin, staging, target)
+            finally:  # renamed over the target, or dropped: never left behind
+                with _admin(dsn, avoid=target) as admin:
+                    _drop_database(admin, staging)
     say(f"restored {path.name} into database {target}")
     return RestoreReport(
         backup_id=path.name,
@@ -602,6 +619,7 @@ def _replace_database(admin: psycopg.Connection, staging: str, target: str) -> N
     _drop_database(admin, target)
     admin.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(staging_id, target_id))
     admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(target_id))
+    admin.execute(sql.SQL("COMMENT ON DATABASE {} IS NULL").format(target_id))  # staging no more
 
 
 def _refuse_non_empty(

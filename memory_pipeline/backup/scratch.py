@@ -1,16 +1,23 @@
-"""Scratch databases of backup verification: claimed while in use, found again when the process
-that made one died.
+"""Scratch databases of backups: claimed while in use, found again when the process that made
+one died.
 
-`verify_backup` restores into `<db>_verify_<8 hex>` and drops it in a `finally`, but a process
-that is killed (SIGKILL, the OOM killer, a reboot) runs no `finally`: its scratch database stays,
-holding a full copy of the data (forgotten memories included) until someone drops it. So a
-verification holds a session-level advisory lock named after its scratch database, in our own
-database, from before it creates it until after it dropped it. The server releases the lock when
-the session ends, whatever ended the process. A scratch database whose lock nobody holds was left
-by a process that is gone: the next start (`memory-pipeline run`, `ui`, the next verification,
-i.e. `backup now`, `backup verify` and the nightly check) drops it and says so, and `db check`
-lists it. One a live verification is using (its lock is held, on this machine or another) is
-never touched.
+Two kinds: `verify_backup` restores into `<db>_verify_<8 hex>` and drops it in a `finally`;
+`restore_backup` restores into a staging database `<target>_restore_<8 hex>` and renames it over
+its target once it matched the manifest, or drops it (in a `finally`). A process that is killed
+(SIGKILL, the OOM killer, a reboot) runs no `finally`: its scratch database stays, holding a full
+copy of the data (forgotten memories included) until someone drops it. So the process holds a
+session-level advisory lock named after its scratch database, in our own database (the one its
+connection names), from before it creates it until after it is dropped or renamed. The server
+releases the lock when the session ends, whatever ended the process. A scratch database whose
+lock nobody holds was left by a process that is gone: the next start (`memory-pipeline run`,
+`ui`, the next verification, i.e. `backup now`, `backup verify` and the nightly check, and the
+next `backup restore`) drops it and says so, and `db check` lists it. One a live process is
+using (its lock is held, on this machine or another) is never touched.
+
+A staging database is named after its target, which may be any database, so the name alone does
+not say it is ours: a restore marks it, right after creating it and before any data is in it,
+with a comment naming the database that holds its lock (`staging_marker`). Only databases of the
+pattern with our marker are candidates.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from memory_pipeline.db.connection import CONNECT_TIMEOUT_S
 # First key of the two-key advisory lock a verification holds (the second is hashtext(name)).
 SCRATCH_LOCK = int.from_bytes(hashlib.sha256(b"memory-pipeline:scratch").digest()[:4], "big") >> 1
 VERIFY_PURPOSE = "verify"
+RESTORE_PURPOSE = "restore"
 _SUFFIX = re.compile(r"^[0-9a-f]{8}$")
+_STAGING = re.compile(rf"^.+_{RESTORE_PURPOSE}_[0-9a-f]{{8}}$")
 
 
 def scratch_prefix(dbname: str, purpose: str = VERIFY_PURPOSE) -> str:
@@ -36,23 +45,53 @@ def scratch_prefix(dbname: str, purpose: str = VERIFY_PURPOSE) -> str:
     return f"{dbname[:40]}_{purpose}_"
 
 
+def staging_marker(lock_database: str) -> str:
+    """The comment a restore puts on its staging database: ours, and where its lock is."""
+    return f"memory-pipeline restore staging; its lock is in database {lock_database}"
+
+
+def is_staging(name: str) -> bool:
+    return bool(_STAGING.match(name))
+
+
 @contextmanager
 def claimed(admin: psycopg.Connection, name: str) -> Iterator[None]:
-    """Hold `name`'s lock in `admin`'s session (an autocommit connection to our database)."""
+    """Hold `name`'s lock in `admin`'s session (an autocommit connection to our database).
+
+    A session that ended meanwhile released it (a restore over the database the session is in
+    ends the session when it replaces that database)."""
     admin.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [SCRATCH_LOCK, name])
     try:
         yield
     finally:
-        admin.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [SCRATCH_LOCK, name])
+        try:
+            admin.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [SCRATCH_LOCK, name])
+        except psycopg.OperationalError:
+            if not (admin.closed or admin.broken):
+                raise
+
+
+def mark_staging(admin: psycopg.Connection, name: str, lock_database: str) -> None:
+    admin.execute(
+        sql.SQL("COMMENT ON DATABASE {} IS {}").format(
+            sql.Identifier(name), sql.Literal(staging_marker(lock_database))
+        )
+    )
 
 
 def _candidates(conn: psycopg.Connection) -> list[str]:
+    """Our verifications' scratch databases, and the restore staging databases marked ours."""
     prefix = scratch_prefix(conn.info.dbname)
     rows = conn.execute(
-        "SELECT datname FROM pg_database WHERE left(datname, %s) = %s ORDER BY datname",
-        [len(prefix), prefix],
+        "SELECT datname, left(datname, %s) = %s, shobj_description(oid, 'pg_database') = %s"
+        " FROM pg_database ORDER BY datname",
+        [len(prefix), prefix, staging_marker(conn.info.dbname)],
     ).fetchall()
-    return [r[0] for r in rows if _SUFFIX.match(r[0][len(prefix) :])]
+    return [
+        name
+        for name, verify, staging in rows
+        if (verify and _SUFFIX.match(name[len(prefix) :])) or (staging and is_staging(name))
+    ]
 
 
 def _unclaimed(conn: psycopg.Connection, name: str) -> bool:
@@ -107,8 +146,14 @@ def drop_abandoned_scratch_databases(dsn: str) -> list[str]:
         return drop_abandoned(conn)
 
 
+def left_by(name: str) -> str:
+    """Who leaves a scratch database of this name behind."""
+    return "a backup restore" if is_staging(name) else "a backup verification"
+
+
 def dropped_line(name: str) -> str:
+    kind = "staging" if is_staging(name) else "scratch"
     return (
-        f"dropped scratch database {name}, left by a backup verification whose process was "
-        "killed (it held a copy of the data)"
+        f"dropped {kind} database {name}, left by {left_by(name)} whose process was killed "
+        "(it held a copy of the data)"
     )

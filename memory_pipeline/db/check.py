@@ -84,8 +84,8 @@ class Facts:
     reader_exists: bool = False
     reader_admin: bool = False  # may ALTER memory_reader (password, settings)
     template1_vector: bool | None = None  # None: not looked (not needed) or not readable
-    # Scratch databases of backup verifications whose process is gone (backup/scratch.py);
-    # None: not looked.
+    # Scratch databases of backup verifications and restores whose process is gone
+    # (backup/scratch.py); None: not looked.
     abandoned_scratch: list[str] | None = None
 
     @property
@@ -426,15 +426,18 @@ def _backup_checks(f: Facts) -> list[Check]:
             _admin_runs("CREATE EXTENSION vector", "template1"),
         )
     )
+    from memory_pipeline.backup.scratch import is_staging, left_by
+
     for name in f.abandoned_scratch or ():
+        staging = is_staging(name)
+        again = "backup restore" if staging else "backup verify"
         checks.append(
             Check(
                 "backup",
-                f"scratch database {name}",
+                f"{'staging' if staging else 'scratch'} database {name}",
                 False,
-                "left by a backup verification whose process was killed; it holds a copy of "
-                "the data",
-                f"`memory-pipeline backup verify` (or `memory-pipeline run`) drops it; or "
+                f"left by {left_by(name)} whose process was killed; it holds a copy of the data",
+                f"`memory-pipeline run` (or the next `memory-pipeline {again}`) drops it; or "
                 f"psql -c 'DROP DATABASE {sql_ident(name)}'",
                 blocking=False,
                 problem="LEFTOVER",

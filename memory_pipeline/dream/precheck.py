@@ -10,6 +10,14 @@ does; a proposal the user rejected or that was deferred twice is dropped. Contra
 and SUPERSEDE candidates are never dropped as restatements: they always reach the panel.
 Everything removed is counted by reason.
 
+The panel votes on a proposal once per state of its evidence: a proposal (by fingerprint) whose
+latest vote was REJECTED is dropped while none of the memories it names (what it rests on, its
+target and successor) changed since that vote (`memories.updated_at`, which edits, status changes
+and redactions bump), and one whose latest vote waits for `dream approve` is dropped until it is
+decided. Otherwise every run would vote on the same proposal from the same memories again and
+store another candidate row each time. A DEFERRED proposal still comes back for its next vote
+(the DREAM_MAX_DEFERRALS rule); once that vote rejects it, the rule above holds it.
+
 Corroboration counts distinct evidence, never runs: a restatement's evidence is the set of
 memories it rests on (`evidence_key`), and each memory keeps the keys of the evidence that
 corroborated it (store.record_corroborations). The cycle proposes the same thing from the same
@@ -20,6 +28,7 @@ of it, so a slice or proposal that rests on exactly a memory's own basis corrobo
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -123,6 +132,7 @@ def candidates(
         ).fetchall()
     }
     proposed = _one_supersede_per_target(conn, proposed, report)
+    decided = _latest_votes(conn, {c.fingerprint for c in proposed})
     seen: set[str] = set()
     kept: list[Candidate] = []
     for c in proposed:
@@ -151,8 +161,53 @@ def candidates(
                 report.removed["candidate_restates_memory"] += 1
                 _corroborate(conn, report, same[0], c.draft.rests_on)
                 continue
+        latest = decided.get(fp)
+        if latest is not None:
+            verdict, approval, voted_at = latest
+            if approval == "held":
+                report.removed["candidate_held_for_approval"] += 1
+                continue
+            if verdict == "REJECTED" and not _changed_since(conn, c, voted_at):
+                report.removed["candidate_rejected_unchanged"] += 1
+                continue
         kept.append(c)
     return kept
+
+
+def _latest_votes(
+    conn: psycopg.Connection, fingerprints: set[str]
+) -> dict[str, tuple[str | None, str | None, object]]:
+    """fingerprint -> (final verdict, approval, when) of the latest vote on that proposal."""
+    if not fingerprints:
+        return {}
+    rows = conn.execute(
+        "SELECT DISTINCT ON (fingerprint) fingerprint, final_verdict, approval, created_at"
+        " FROM dream_cycle_candidates WHERE fingerprint = ANY(%s)"
+        " ORDER BY fingerprint, created_at DESC",
+        [sorted(fingerprints)],
+    ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def _memory_ids(values: Iterable[str | None]) -> list[str]:
+    out = []
+    for v in values:
+        try:
+            out.append(str(uuid.UUID(v or "")))
+        except ValueError:
+            continue  # a model's made-up id: no memory, nothing that can change
+    return sorted(set(out))
+
+
+def _changed_since(conn: psycopg.Connection, c: Candidate, voted_at: object) -> bool:
+    """Whether a memory the proposal names was edited (or changed status) after `voted_at`."""
+    d = c.draft
+    ids = _memory_ids([*d.rests_on, d.target_memory_id, d.successor_id])
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM memories WHERE id = ANY(%s::uuid[]) AND updated_at > %s)",
+        [ids, voted_at],
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _one_supersede_per_target(
