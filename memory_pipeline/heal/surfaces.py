@@ -172,6 +172,10 @@ NO_USER_TEXT: dict[str, dict[str, str]] = {
     "memory_passages": {"cut_for": "a space name"},
     "memory_provenance": {"role": "enum"},
     "memory_relationships": {"backend": "a judge's name", "relation_type": "enum"},
+    "ownership_confirmations": {
+        "native_id": "the source's id of a task the user confirmed",
+        "source": "enum",
+    },
     "passage_embeddings": {"space": "a space name"},
     "passage_piece_embeddings": {"space": "a space name"},
     "redaction_state": {"how": "enum", "rules_version": "a version string"},
