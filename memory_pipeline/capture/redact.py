@@ -45,7 +45,7 @@ four layers, each on what the one before left:
      every value under `data:`/`stringData:` of a Kubernetes `kind: Secret`, kubeconfig
      `token:` and `client-key-data:` (a base64 private key is caught by its decoded header),
      and the signature of a signed URL (`sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
-(d)  **Passwords in prose**: "my sudo password is X", "the wifi password: X", "pw for the db is
+(d)  **Passwords in prose**: "my sudo password is X", "I set the root pw to X", "the wifi password: X", "pw for the db is
      X", "the admin password was changed to X", "log in with password X", and "the api key is
      X" / "my token for the API is X"; a password there is anything but a plain word (a word
      counts when quoted), a key or token must look random (layer c) or be 32+ hex digits. With
@@ -1021,6 +1021,12 @@ _PROSE_WITH_PASSWORD = re.compile(
     r"(?i)\b(?:with|using|use)[ \t]+(?:the[ \t]+)?(?:password|passphrase|pw)[ \t]+"
     r"""(?:["'`](?P<q>[^"'`\n]{1,200})["'`]|(?P<v>[^\s"'`]+))"""
 )
+# "set the root pw to X", "changed my password to X": the verb comes before the noun.
+_PROSE_SET_PASSWORD = re.compile(
+    r"(?i)\b(?:set|changed|reset|updated|rotated)[ \t]+(?:(?:the|my|our|his|her|their)[ \t]+)?"
+    r"(?:[\w.@\-]+[ \t]+){0,2}?(?:password|passphrase|passwd|pwd|pw)[ \t]+to[ \t]+"
+    r"""(?:["'`](?P<q>[^"'`\n]{1,200})["'`]|(?P<v>[^\s"'`]+))"""
+)
 # "password X" with no verb: only a value that cannot be a word (`QHvyVW89-NfoMVvqC`).
 _PROSE_BARE = re.compile(
     r"(?i)\b(?:password|passwd|passphrase|pw)[ \t]+(?P<q>(?!))?(?P<v>[^\s\"'`]+)"
@@ -1052,6 +1058,7 @@ def _sub_prose(text: str, found: Redactions) -> str:
     for pattern, password, nouns in (
         (_PROSE_PASSWORD, True, ("pass", "pw")),
         (_PROSE_WITH_PASSWORD, True, ("with", "using", "use")),
+        (_PROSE_SET_PASSWORD, True, ("set", "changed", "reset", "updated", "rotated")),
         (_PROSE_BARE, None, ("pass", "pw")),
         (_PROSE_SECRET, False, ("api", "token", "secret", "access", "auth", "client", "key")),
     ):

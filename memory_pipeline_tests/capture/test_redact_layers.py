@@ -109,7 +109,7 @@ def test_a_value_given_away_by_its_context_is_gone(data: st.DataObject, index: i
     template, strategy = CONTEXT_SECRETS[index]
     secret = data.draw(strategy)
     text = template.format(secret)
-    out, found = redact(text)
+    out, _ = redact(text)
     assert secret not in out, (text, out)
     assert found.total >= 1
 
@@ -336,4 +336,26 @@ def test_a_character_whose_lower_case_is_longer_does_not_hide_what_follows() -> 
     ],
 )
 def test_prose_that_mentions_a_password_keeps_its_words(text: str) -> None:
+    assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("I set the root pw to Kx9!mQ2zLp yesterday", "Kx9!mQ2zLp"),
+        ("we changed my password to 'correct horse battery'", "correct horse battery"),
+        ("reset the db admin password to S3cretPass2", "S3cretPass2"),
+    ],
+)
+def test_a_password_set_in_prose_with_the_verb_first_is_redacted(text: str, secret: str) -> None:
+    out, _ = redact(text)
+    assert secret not in out and "[REDACTED:prose_password]" in out
+    assert redact(out)[0] == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I updated the password to match the docs", "we set the password to expire monthly"],
+)
+def test_a_password_policy_sentence_with_the_verb_first_is_kept(text: str) -> None:
     assert redact(text)[0] == text
