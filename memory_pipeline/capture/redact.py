@@ -47,8 +47,9 @@ four layers, each on what the one before left:
      and the signature of a signed URL (`sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`).
 (d)  **Passwords in prose**: "my sudo password is X", "the wifi password: X", "pw for the db is
      X", "the admin password was changed to X", "I set the root pw to X", "log in with
-     password X", and "the api key is X" / "my token for the API is X"; a password there is anything but a plain word (a word
-     counts when quoted), a key or token must look random (layer c) or be 32+ hex digits. With
+     password X", and "the api key is X" / "my token for the API is X"; a password there is
+     anything but a plain word (a word counts when quoted), a key or token must look random
+     (layer c) or be 32+ hex digits. With
      no verb ("guest / password X") only a value that cannot be a word counts: 8+ characters
      with a letter, a digit and a symbol, not hex (a UUID), a version or a call
      (`password VARCHAR(255)`).
