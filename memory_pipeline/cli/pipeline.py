@@ -37,10 +37,12 @@ def run() -> None:
     settings = Settings.from_env()
     urls = ensure_ready(settings, progress=say, check_backups=True)
     say(f"database ready: {safe_url(urls.app)}")
+    # Before anything starts threads (the heal loads numpy, whose BLAS pool would otherwise
+    # take the terminal's SIGINT and leave the main thread waiting).
+    ctrl_c_for_this_process_only()
     # After an upgrade that changed the redaction rules: what is stored is healed first.
     heal_if_due(settings, urls, progress=say)
     instance = dagster_instance(settings, urls)
-    ctrl_c_for_this_process_only()
     materialize_all(instance, settings, progress=say, app_url=urls.app)
     say("")
     say("Done. Browse runs, assets and partitions in the Dagster UI:")
