@@ -91,8 +91,11 @@ def home(
 
 def old_release_run(home: Path) -> None:
     """`memory-pipeline run` as a release with the old rules ran it (no heal existed)."""
+    import importlib
+
     import dagster as dg
 
+    from memory_pipeline import definitions
     from memory_pipeline.capture import store
     from memory_pipeline.dagster_home import dagster_instance
     from memory_pipeline.db import ensure_ready
@@ -106,6 +109,10 @@ def old_release_run(home: Path) -> None:
     try:
         with pytest.MonkeyPatch.context() as old:
             old.setattr(store, "redact", old_rules)
+            # The graph's resources are read from the environment when definitions.py is first
+            # imported: an earlier test of this process imported it with its own homes.
+            old.setattr(definitions, "defs", definitions.defs)
+            importlib.reload(definitions)
             materialize_all(instance, settings, progress=lambda _m: None, app_url=urls.app)
         # Metadata as an older release wrote it (quoting memory text), and a hook's error line.
         instance.report_runless_asset_event(
