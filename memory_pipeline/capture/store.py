@@ -40,7 +40,13 @@ from memory_pipeline.capture.models import ParsedTask, ParsedTurn, ParseIssue, T
 from memory_pipeline.capture.redact import Redactions, redact
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.forget.privacy import CaptureRules, Rule
-from memory_pipeline.forget.tombstones import forgotten_turns, task_forgotten
+from memory_pipeline.forget.tombstones import (
+    forgotten_turns,
+    source_turn_key,
+    task_forgotten,
+    tombstone_key,
+)
+from memory_pipeline.settings import Settings
 from memory_pipeline.tuning import (
     CAPTURE_JSON_MAX_DEPTH,
     CAPTURE_SKIP_KEY_MAX_CHARS,
@@ -145,6 +151,8 @@ class CleanTurn:
     outcome: str
     content_sha256: str
     redactions: Redactions
+    # HMAC of the source text before redaction (sql/028): a tombstone new rules cannot dodge.
+    source_key: str | None = None
     native_turn_id: str | None = None
     native_message_ids: list[str] = field(default_factory=list)
     prompt_speaker: str | None = None
@@ -164,18 +172,21 @@ def task_day(task: ParsedTask) -> date:
     return task.started_at.astimezone(UTC).date()
 
 
-def clean_turn(turn: ParsedTurn) -> CleanTurn:
+def clean_turn(turn: ParsedTurn, key: bytes | None = None) -> CleanTurn:
     fix = Storable()
-    prompt, r1 = redact(fix.text(turn.prompt))
-    outcome, r2 = redact(fix.text(turn.outcome))
+    source_prompt, source_outcome = fix.text(turn.prompt), fix.text(turn.outcome)
+    prompt, r1 = redact(source_prompt)
+    outcome, r2 = redact(source_outcome)
     r1.add(r2)
     digest = hashlib.sha256(f"{prompt}\x1f{outcome}".encode()).hexdigest()
+    source = f"{source_prompt}\x1f{source_outcome}".encode("utf-8", "surrogatepass")
     return CleanTurn(
         turn,
         prompt,
         outcome,
         digest,
         r1,
+        source_key=source_turn_key(key, source) if key else None,
         native_turn_id=fix.optional(turn.native_turn_id),
         native_message_ids=[fix.text(m) for m in turn.native_message_ids],
         prompt_speaker=fix.optional(turn.prompt_speaker),
@@ -413,9 +424,11 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
             [task_id, *window],
         ).fetchall()
     ]
-    parsed = [clean_turn(t) for t in task.turns]
-    gone = forgotten_turns(conn, (c.content_sha256 for c in parsed))
-    new, drift = plan_append(stored, [c for c in parsed if c.content_sha256 not in gone])
+    key = tombstone_key(Settings.from_env().memory_home)
+    parsed = [clean_turn(t, key) for t in task.turns]
+    gone = forgotten_turns(conn, [k for c in parsed for k in (c.content_sha256, c.source_key) if k])
+    kept = [c for c in parsed if c.content_sha256 not in gone and c.source_key not in gone]
+    new, drift = plan_append(stored, kept)
     if task.partial:
         # A batch: turns stored beyond its window (shifted there by a continuation) are known.
         new = _not_stored_after(conn, task_id, later, new)
@@ -431,8 +444,8 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
         cur.executemany(
             "INSERT INTO agent_turns (task_id, ordinal, native_turn_id, prompt, outcome,"
             " prompt_speaker, outcome_speaker, started_at, completed_at, native_message_ids,"
-            " content_sha256, redactions, unanswered, continues_ordinal)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            " content_sha256, source_key, redactions, unanswered, continues_ordinal)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 [
                     task_id,
@@ -446,6 +459,7 @@ def store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureReport
                     a.turn.turn.completed_at,
                     a.turn.native_message_ids,
                     a.turn.content_sha256,
+                    a.turn.source_key,
                     a.turn.redactions.total,
                     a.turn.turn.unanswered,
                     a.continues_ordinal,

@@ -14,7 +14,8 @@ AUDIT_KEY_FILE = "forget-audit.key"
 
 
 def audit_key(home: Path) -> bytes:
-    """The home's secret for keyed hashes in the audit (a query is kept only as its HMAC):
+    """The home's secret for keyed hashes: a query in the audit is kept only as its HMAC, and
+    so is a turn's source text in its tombstone (tombstones.source_turn_key):
     `MEMORY_HOME/forget-audit.key`, 32 random bytes, created 0600 on first use the way the
     backup key file is (backup/crypto.py), and refused if group or others can read it."""
     from memory_pipeline.backup.crypto import BackupKeyError, load_key

@@ -144,7 +144,8 @@ def close(conn: psycopg.Connection) -> Closure:
     closure.turn_hashes = [
         r[0]
         for r in conn.execute(
-            "SELECT DISTINCT content_sha256 FROM agent_turns WHERE id IN (SELECT id FROM forget_t)"
+            "SELECT DISTINCT k FROM agent_turns, unnest(ARRAY[content_sha256, source_key]) k"
+            " WHERE id IN (SELECT id FROM forget_t) AND k IS NOT NULL"
         )
     ]
     closure.task_keys = [

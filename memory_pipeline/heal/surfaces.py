@@ -115,6 +115,7 @@ DERIVED: dict[str, dict[str, str]] = {
 NO_USER_TEXT: dict[str, dict[str, str]] = {
     "agent_turns": {
         "native_turn_id": "the source's id of the turn",
+        "source_key": "a keyed hash of the source text (sql/028)",
         "native_message_ids": "the source's ids of the messages",
     },
     "briefing_item_memories": {"role": "enum"},

@@ -197,3 +197,32 @@ def test_a_forgotten_turn_is_not_recaptured_and_later_turns_keep_their_place(
     rows = conn.execute("SELECT ordinal, prompt FROM agent_turns ORDER BY ordinal").fetchall()
     assert [r[0] for r in rows] == [0, 3]  # the new turn comes after every turn ever stored
     assert "forgetme" not in dump(db_url).lower()
+
+
+def test_a_forgotten_turn_stays_forgotten_after_the_redaction_rules_change(
+    conn: psycopg.Connection, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn's stored hash is of its redacted text: new rules give the same source turn a new
+    hash, so the tombstone must also hold a key of the source text itself."""
+    from memory_pipeline.capture import store
+
+    path = tmp_path / "imports" / "a.jsonl"
+    secret = "zq81TOMBSTONE9kw"
+    chat(
+        path,
+        "chat-rules",
+        [("which cache eviction?", "LRU."), (f"deploy with OLDRULES_SECRET={secret}", "Done.")],
+    )
+    sources = src(tmp_path)
+    real_redact = store.redact
+    # An older release whose rules did not know the secret.
+    monkeypatch.setattr(store, "redact", lambda text: (text, store.Redactions()))
+    capture_window(conn, sources.connectors(), *ALL)
+    turn = conn.execute("SELECT id FROM agent_turns WHERE prompt LIKE %s", [f"%{secret}%"])
+    report = forget(conn, Selector(query=secret, query_turns=[turn.fetchone()[0]]))  # type: ignore[index]
+    assert report.turns == 1
+
+    monkeypatch.setattr(store, "redact", real_redact)  # the upgrade: the rules now know it
+    capture_window(conn, sources.connectors(), *ALL)
+    prompts = [r[0] for r in conn.execute("SELECT prompt FROM agent_turns ORDER BY ordinal")]
+    assert prompts == ["which cache eviction?"], prompts
