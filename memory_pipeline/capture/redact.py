@@ -214,7 +214,8 @@ _CURL_USER = re.compile(
     r"(?=(?P<bare>[^\s'\"@]{1," + str(_BARE_SCAN) + "}))"
 )
 _NETRC = re.compile(
-    r"(?i)\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+"
+    r"(?i)\b(?:machine\s+[A-Za-z0-9][\w.:-]*|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?"
+    r"password\s+"
     r"(?=(?P<bare>\S+))"
 )
 # SQL: `CREATE ROLE app WITH PASSWORD 'x'`, `IDENTIFIED BY 'x'`.

@@ -359,3 +359,17 @@ def test_a_password_set_in_prose_with_the_verb_first_is_redacted(text: str, secr
 )
 def test_a_password_policy_sentence_with_the_verb_first_is_kept(text: str) -> None:
     assert redact(text)[0] == text
+
+
+def test_prose_about_a_machine_and_a_password_manager_is_not_a_netrc_line() -> None:
+    # The backup asset's own advice, found rewritten by a heal of a fresh home's Dagster records.
+    text = (
+        "created a new backup key in /home/u/backup.key: keep a copy somewhere other than this "
+        "machine (a password manager); without it no backup can be restored"
+    )
+    assert redact(text)[0] == text
+    netrc = "machine api.example.com login deploy password Zx81qLm2"
+    assert (
+        redact(netrc)[0]
+        == "machine api.example.com login deploy password [REDACTED:netrc_password]"
+    )
