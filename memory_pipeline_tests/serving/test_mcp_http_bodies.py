@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_pipeline import tuning
+from memory_pipeline_tests.serving.test_mcp_http import HEADERS, INIT, TOKEN
 from memory_pipeline_tests.support.memories import add_memory
 from serving.mcp.http import MCP_PATH, http_app
 from serving.mcp.http_guard import nested_deeper_than
@@ -30,22 +31,6 @@ from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
 from serving.search import QueryEmbedder
 
-TOKEN = "b" * 43
-HEADERS = {
-    "Accept": "application/json, text/event-stream",
-    "Content-Type": "application/json",
-    "Authorization": f"Bearer {TOKEN}",
-}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
 PARSE_ERROR = -32700
 
 
