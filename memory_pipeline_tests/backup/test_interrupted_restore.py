@@ -7,10 +7,6 @@ staging database holds the restored data."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -29,8 +25,7 @@ from memory_pipeline.db.embedded import EmbeddedServer
 from memory_pipeline.runs import clear_interrupted_work
 from memory_pipeline.settings import Settings
 from memory_pipeline_tests.backup.conftest import Seeded, databases_like, dbname, snapshot
-from memory_pipeline_tests.backup.test_interrupted_verify import check_lines
-from memory_pipeline_tests.support.pipeline_home import wait_until
+from memory_pipeline_tests.backup.test_interrupted_verify import check_lines, kill_once_restoring
 
 # A restore that stops for good once the backup is in its staging database, before it compares
 # and replaces the target (so that it can be killed there): the real restore_backup in a process
@@ -63,22 +58,9 @@ def killed_restore(
             "target": target,
         }
     )
-    with open(tmp / "restore.log", "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", RESTORE, args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_until(
-            lambda: "pg_restore:" in (tmp / "restore.log").read_text(),
-            120,
-            "the restore to load its staging database",
-        )
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    kill_once_restoring(
+        RESTORE, args, tmp / "restore.log", "the restore to load its staging database"
+    )
     (staging,) = databases_like(admin_url, f"{target}\\_restore\\_%")
     return staging
 

@@ -47,24 +47,27 @@ verify_backup(config, args["dsn"], progress=progress)
 """
 
 
-def killed_verification(config: BackupConfig, db_url: str, admin_url: str, tmp: Path) -> str:
-    args = json.dumps({"dir": str(config.backup_dir), "key": str(config.key_file), "dsn": db_url})
-    with open(tmp / "verify.log", "wb") as log:
+def kill_once_restoring(code: str, args: str, log_path: Path, what: str) -> None:
+    """Run `code` in a process of its own and SIGKILL it once pg_restore has begun."""
+    with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-c", VERIFY, args],
+            [sys.executable, "-c", code, args],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
-        wait_until(
-            lambda: "pg_restore:" in (tmp / "verify.log").read_text(),
-            120,
-            "the verification to restore into its scratch database",
-        )
+        wait_until(lambda: "pg_restore:" in log_path.read_text(), 120, what)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def killed_verification(config: BackupConfig, db_url: str, admin_url: str, tmp: Path) -> str:
+    args = json.dumps({"dir": str(config.backup_dir), "key": str(config.key_file), "dsn": db_url})
+    kill_once_restoring(
+        VERIFY, args, tmp / "verify.log", "the verification to restore into its scratch database"
+    )
     (scratch,) = databases_like(admin_url, "%\\_verify\\_%")
     return scratch
 
