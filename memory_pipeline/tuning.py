@@ -152,6 +152,12 @@ DECISION_CUES = (
     r"\bwe (?:\w+ ){1,2}[^.;]{0,60}\binstead of\b",
     r"^\W*(?:stay|stick) with\b|\bkeep using\b",
 )
+# A sentence of a change report that sets a default (one of DECISION_CUES_NEED_REASON): never an
+# insight, even without a reason ("by default" is otherwise an insight cue: a tool's behaviour).
+DEFAULT_CHANGED = (
+    r"\bby default\b[^.;]{0,80}\bnow\b|\bnow\b[^.;]{0,80}\bby default\b|\bnow defaults? to\b"
+    r"|\bdefaults? (?:is |are )?now\b"
+)
 # Weaker decision cues: they make a decision only when a reason is in or next to the sentence
 # (a plan without a why is not worth remembering as a decision).
 DECISION_CUES_NEED_REASON = (
@@ -161,7 +167,36 @@ DECISION_CUES_NEED_REASON = (
     r"^\W*(?:so |then )?i(?:'ll| will)? (?:set|chose|picked|used|kept|switched|replaced|moved"
     r"|pinned|disabled|enabled|went with|opted|did not use|didn't use|avoided|left)\b",
     r"\brather than\b",
+    # A choice against a named alternative in a report: "Uses the session ID from the metadata
+    # (not the filename)", "using X, not Y".
+    r"\b(?:use[sd]?|using|now uses?|reads?|takes?)\b[^.;()]{1,80}\((?:not|instead of|rather than)"
+    r"\s[^)]{1,60}\)",
+    r"\b(?:use[sd]?|using)\b[^.;]{1,80},\s*not (?:the |a |an )?[\w`'.-]+",
+    # A default the work set ("By default, exports are now copied to ..."): a decision with a
+    # reason, else nothing (DEFAULT_CHANGED above: not a fact about a tool either).
+    DEFAULT_CHANGED,
+    # The means of an approach: "handles concurrent sessions by detecting the newest file".
+    r"\b(?:handles?|handled|solves?|solved|avoids?|avoided|identif(?:y|ies|ied)|detects?|detected"
+    r"|prevents?|prevented)\b[^.;]{1,60}\bby \w+ing\b",
+    # A change reported as a short list item ("Added `x/` to `.gitignore`", "Pinned the
+    # version"); a long sentence opening so is a report of the work, not one choice.
+    r"^\W*(?:added|set|pinned|disabled|enabled|switched|replaced|moved|kept|excluded|capped"
+    r"|limited)\b(?:\s+\S+){0,10}\s*$",
+    # A direction the user gives with a hedge: "i think we would want to include all sources".
+    r"\bwe(?: would|'d) (?:want|like|rather|prefer)\b",
 )
+# A fix that worked, reported as what resolved the problem ("Key fix: resolved the Dialyzer false
+# positive by using X instead of Y"): a finding (an insight), checked before the decision cues.
+FIX_FINDING = r"(?:^|:\s+)\W*(?:resolved|fixed|solved|worked around|got rid of)\b[^.;]{0,100}\bby\b"
+# A sentence opening like this gives the reason for the approach described just before it
+# ("The script now: detects X; creates Y. This ensures that ..."): the sentences since the last
+# label line (at most DISTILL_APPROACH_MAX_SENTENCES) and this one are a decision.
+APPROACH_REASON_LEAD = r"^\W*(?:this|that) (?:way|ensures|guarantees|avoids|prevents|keeps)\b"
+DISTILL_APPROACH_MAX_SENTENCES = 4
+# ...when what it describes is something done, not a list of contents ("The README now
+# includes: a JSON example, ..."): most of its items open with a verb ("Detects the PID",
+# "Creates a marker file") or it says what is used.
+APPROACH_ACTION_ITEM = r"^\W*[A-Za-z]+(?:s|ed)\b|\b(?:use|uses|using|used)\b"
 INSIGHT_CUES = (
     r"\bturn(?:s|ed)? out\b",
     r"\broot cause\b",
@@ -191,6 +226,7 @@ REASON_IN_SENTENCE = (
     r"\b(?:because|since|so that|so (?:we|it|the|that|there)|to avoid|to prevent|in order to"
     r"|due to|as (?:it|this|that|they)|which (?:means|avoids|keeps|lets|makes)|otherwise"
     r"|given that|thanks to|for (?:backwards?|backward) compatibility)\b|,\s*so\b"
+    r"|,\s*making (?:it|this|them|sure)\b"
     r"|\bso (?:a |an |the )?[\w`'-]+(?: [\w`'-]+)? (?:can|could|will|would|won't|doesn't|don't"
     r"|never|always|is|are|stays?|gets?|goes|has|have)\b"
 )
@@ -199,6 +235,13 @@ REASON_SENTENCE_LEAD = (
     r"^\W*(?:because|since|this is because|that's because|that is because|the (?:main |deciding "
     r"|key |only )?reason|that way|this way|(?:this|that|it) (?:avoids|keeps|means|makes|lets"
     r"|ensures|guarantees|prevents)|otherwise|so that|as a result|that's why|this is why)\b"
+    # A list item that states the benefit ("Ensures the folder name matches the summary",
+    # "Makes exports easily accessible") or what no longer happens ("Export folders won't
+    # clutter your git repository").
+    r"|^\W*(?:ensures|guarantees|prevents|avoids|keeps)\b"
+    r"|^\W*makes\b[^.;]{0,40}\b(?:easy|easier|easily|possible|sure|safe|safer|accessible)\b"
+    r"|^\W*[\w`'*/.-]+(?: [\w`'*/.-]+){0,4} (?:won't|will not|no longer|can no longer|can't"
+    r"|cannot|never) \w+"
 )
 REASON_EXPLANATION = r"\b(?:means|ensures|guarantees|avoids|prevents|keeps)\b"
 # A measured result right after a choice is its justification ("1.07 s versus 3.41 s, a 3.2x

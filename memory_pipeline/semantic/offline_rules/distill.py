@@ -13,17 +13,21 @@ from memory_pipeline.semantic.offline_rules.features import RuleTurn
 from memory_pipeline.semantic.offline_rules.patterns import (
     ACCEPTANCE,
     ANSWER_PARTICLE,
+    APPROACH_ACTION_ITEM,
+    APPROACH_REASON_LEAD,
     CHOICE_QUESTION,
     COLON_EXPLANATION,
     CONSEQUENCE_LEAD,
     DECISION,
     DECISION_NEEDS_REASON,
+    DEFAULT_CHANGED,
     DIAGNOSIS,
     DUMMY_IT,
     EVIDENCE,
     EXPLANATION,
     FIRST_PERSON,
     FIRST_PERSON_VERB,
+    FIX_FINDING,
     HOWTO_QUESTION,
     IDENTIFIER,
     INSIGHT,
@@ -101,6 +105,9 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
                     if speaker == "The agent":
                         used.add(j)
                     _add_candidate(candidates, cand)
+        for cand in _approaches(outcome_sentences, used, segment_title, m.ordinal):
+            found.add("decision")
+            _add_candidate(candidates, cand)
         asked = _question_kind(prompt)
         if asked:
             cand = _answer(*asked, prompt, outcome_sentences, used, m.ordinal)
@@ -146,11 +153,15 @@ def _cue_kind(sentences: list[str], j: int) -> str | None:
         return None
     if is_scaffolding_sentence(sentences[j]) or is_scaffolding_sentence(sentence):
         return None  # a placeholder, checklist line, review finding or status line
+    if FIX_FINDING.search(sentence):
+        return "insight"  # what resolved a problem: a finding, even when it names a choice
     if not NOT_DECIDED.search(sentence):
         if DECISION.search(sentence):
             return "decision"
         if DECISION_NEEDS_REASON.search(sentence) and _reason_near(sentences, j):
             return "decision"
+    if DEFAULT_CHANGED.search(sentence):
+        return None  # a default the work set, without its reason: neither
     if INSIGHT.search(sentence):
         return "insight"
     return None
@@ -175,7 +186,11 @@ def _reason_near(sentences: list[str], j: int) -> bool:
     if REASON.search(core) or COLON_EXPLANATION.search(core):
         return True
     nxt = sentences[j + 1] if j + 1 < len(sentences) else ""
-    return bool(nxt) and (_is_reason(nxt) or bool(EXPLANATION.search(nxt)))
+    if nxt and (_is_reason(nxt) or bool(EXPLANATION.search(nxt))):
+        return True
+    # In a list the reason may be the item after next ("Uses X (not Y). Shows a note. Ensures
+    # Z."), as `_with_reason` reads it.
+    return j + 2 < len(sentences) and bool(REASON_LEAD.search(sentences[j + 2]))
 
 
 def _with_reason(sentences: list[str], j: int, core: str) -> tuple[list[str], list[str], bool]:
@@ -219,6 +234,54 @@ def _statement(
     return _Candidate(
         kind, content, _memory_title(core), [ordinal], has_reason, content_terms(content)
     )
+
+
+def _approaches(
+    sentences: list[str], used: set[int], segment_title: str, ordinal: int
+) -> list[_Candidate]:
+    """Decisions from an approach described and then justified in the outcome: the sentences
+    before one that opens with APPROACH_REASON_LEAD ("This ensures ...", "This way ..."), back to
+    the nearest label line ending in ':' or at most DISTILL_APPROACH_MAX_SENTENCES of them, plus
+    that sentence as the reason. Sentences already distilled by a cue are left alone."""
+    found: list[_Candidate] = []
+    for j, reason in enumerate(sentences):
+        if j == 0 or j in used or not APPROACH_REASON_LEAD.search(reason):
+            continue
+        block: list[int] = []
+        for k in range(j - 1, max(-1, j - 1 - T.DISTILL_APPROACH_MAX_SENTENCES), -1):
+            s = sentences[k]
+            if k in used or s.endswith("?") or TABLE_ROW.match(s) or is_scaffolding_sentence(s):
+                break
+            if is_data_line(s) and not s.endswith(":"):
+                continue  # a pasted path or code line inside the description
+            block.insert(0, k)
+            if s.endswith(":"):
+                break  # the label the description hangs from
+        if not block:
+            continue
+        parts = [sentences[k] for k in block]
+        label = strip_end(parts[0])
+        items = parts[1:] if parts[0].endswith(":") and len(content_terms(label)) < 4 else parts
+        items = items or parts
+        if 2 * sum(bool(APPROACH_ACTION_ITEM.search(p)) for p in items) < len(items):
+            continue  # a list of contents, not of what is done
+        title_source = ", ".join(strip_end(p) for p in items[:2])
+        content = _fit([*parts, reason], reason)
+        if not set(content_terms(content)) & set(content_terms(segment_title)):
+            content = f"{_topic_label(segment_title)}: {_lower_first(content)}"
+        content = trim_words(content, T.DISTILL_MAX_MEMORY_CHARS)
+        used.update([*block, j])
+        found.append(
+            _Candidate(
+                "decision",
+                content,
+                _memory_title(title_source),
+                [ordinal],
+                True,
+                content_terms(content),
+            )
+        )
+    return found
 
 
 def _question_kind(prompt: str) -> tuple[str, ProsePattern] | None:

@@ -54,6 +54,10 @@ DIAGNOSIS = ProsePattern(
     r"^\W*(?:it's|it is|it was|that's|this is|the (?:cause|problem|issue|culprit)\b)", _I
 )
 INSIGHT = _any(T.INSIGHT_CUES)
+DEFAULT_CHANGED = ProsePattern(T.DEFAULT_CHANGED)
+FIX_FINDING = ProsePattern(T.FIX_FINDING)
+APPROACH_REASON_LEAD = ProsePattern(T.APPROACH_REASON_LEAD)
+APPROACH_ACTION_ITEM = ProsePattern(T.APPROACH_ACTION_ITEM, 0)
 REQUEST_OPENER = re.compile(T.SEGMENT_REQUEST_OPENERS, _I)
 PROBLEM_OPENER = re.compile(T.SEGMENT_PROBLEM_OPENERS, _I)
 FOLLOW_UP = ProsePattern(T.SEGMENT_FOLLOW_UP)
@@ -125,7 +129,8 @@ LABEL_ONLY = re.compile(
     r"(?:real |actual |underlying |key |main |big |only )?"
     r"(?:root cause|cause|problem|issue|culprit|catch|caveat|gotcha|fix|lessons?(?: learned)?"
     r"|insight|takeaway|decision|note|rule|tip|answer|reason|trick)"
-    r"(?: (?:is|was|then|here|for later|from [\w`'.-]+|with [\w`'.-]+))*\W*$",
+    r"(?: (?:is|was|then|here|for later|from [\w`'.-]+|with [\w`'.-]+"
+    r"|in this (?:session|change|commit|round|pr|run)))*\W*$",
     _I,
 )
 # Openers stripped from a prompt to make a segment title.
