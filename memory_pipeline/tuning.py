@@ -212,14 +212,25 @@ INSIGHT_CUES = (
     r"\bgotcha\b",
     r"\bnote that\b",
     r"\bthe (?:reason|fix|trick) (?:was|is)\b",
-    r"\bkey (?:insight|takeaway)\b",
+    r"\bkey (?:insight|takeaway|finding|discovery)\b",
     r"\b(?:was|is) caused by\b",
     r"\bkeep in mind\b",
     r"\bthe rule(?: is)?\s*:|\brule of thumb\b",
     r"\b(?:was|is) a (?:real |genuine |known )?bug\b",
-    r"\bby default\b|\b(?:'s|s') default\b",
+    r"\bby default\b(?![^(]*\))|\b(?:'s|s') default\b",  # not "(using --all by default)"
     r"\b(?:doesn't|does not|don't|do not|never|only) (?:guarantee|promise)s?\b"
     r"|\bis(?:n't| not) guaranteed\b",
+    # What the session established by trying ("I have found that ...", "confirmed that ...").
+    r"\b(?:i|we)(?:'ve| have)? (?:found|noticed|observed|discovered|confirmed|verified) that\b",
+    # A requirement or constraint found ("SQLite database is NOT required", "Only session.jsonl
+    # is required", "content must not be modified").
+    r"\b(?:is|are)(?:n't| not) (?:required|needed|necessary)\b"
+    r"|\bonly [^.;]{1,40}\b(?:is|are) (?:required|needed|necessary)\b",
+    r"\bmust(?:n't| not| never) be\b",
+    r"\b(?:a |the )?bug where\b",
+    # What the agent could not do, and why ("I couldn't inspect the tab: the tool only sees ...").
+    r"^\W*(?:i|we) (?:couldn['’]t|could not|can['’]t|cannot|wasn['’]t able to|was unable to"
+    r"|weren['’]t able to)\b[^.;]{0,80}(?::\s+\S+(?:\s+\S+){3,}|\bbecause\b)",
 )
 # A reason clause inside the cue sentence...
 REASON_IN_SENTENCE = (
@@ -260,6 +271,9 @@ WHY_QUESTION = (
     r"|(?:^|\?\s*)how\s*\??\s*$|\blessons?\b|\bwrite (?:this|that|it) down\b"
     r"|\b(?:gotchas?|pitfalls?|caveats?|risks?)\b[^.?!]*\?|\banything to (?:watch|look) out for\b"
     r"|\b(?:add|put) (?:this|that|it) (?:to|in) (?:the |our )?(?:project )?(?:notes|docs|readme)\b"
+    # A question about how things are ("is there supposed to be a json file or is that somewhere
+    # else?"): its answer is a fact found.
+    r"|\bsupposed to\b[^?]*\?|\bwhere (?:is|are|does|do)\b[^?]*\?"
 )
 # A prompt reporting a problem: the outcome's opening is an insight when it explains the cause.
 PROBLEM_REPORT = (
@@ -270,7 +284,9 @@ PROBLEM_REPORT = (
     r"|doesn't|didn't|won't|can't|isn't)\b"
 )
 # A prompt asking how to do something: the outcome's opening is a learned how-to (an insight).
-HOWTO_QUESTION = r"\bhow (?:do|can|would) (?:i|we|you)\b|\bhow to\b|\bcan i\b"
+# "how to" counts in a question or at the start, not in a request to write about it ("add detail
+# in the readme on how to create a hook").
+HOWTO_QUESTION = r"\bhow (?:do|can|would) (?:i|we|you)\b|\bhow to\b[^.?!]*\?|^\W*how to\b|\bcan i\b"
 # A prompt asking for a choice or a fix: the outcome's opening states the choice (a decision).
 CHOICE_QUESTION = (
     r"\bshould (?:we|i|it|the|this|that|they)\b|\bwhich\b[^.?!]*\?|\bwhat about\b|\bhow should\b"
@@ -376,7 +392,8 @@ SCAFFOLD_TEMPLATE_SENTENCES = (
 )
 # Status lines of an answer: progress, not a finding ("✅ Done!", "Bug fix complete!").
 SCAFFOLD_STATUS_LINES = (
-    r"^\W*(?:(?:perfect|great|done|excellent|awesome|success|all set|got it)\b\W*$"
+    r"^\W*(?:(?:perfect|great|done|excellent|awesome|success|all set|got it"
+    r"|(?:good|great) (?:question|catch|point))\b\W*$"
     r"|[\w\s/-]{0,40}\b(?:complete|completed|done|implemented|fixed|finished|ready|confirmed"
     r"(?: feasible)?|working|resolved)\W*$"
     r"|status\s*:|(?:all )?\d* ?tests? pass(?:ed|ing)?\W*$"
@@ -384,6 +401,9 @@ SCAFFOLD_STATUS_LINES = (
     r"|here(?:'s| is) (?:what(?:'s| is| was)? (?:included|changed|done|implemented|new)"
     r"|what i (?:did|changed))\W*$)"
 )
+# A line opening with a check mark is a checklist or status line ("✅ Complete installation
+# script (`setup.sh`)", "✅ Works").
+SCAFFOLD_CHECK_MARKS = "✅✔☑❌"
 # An answer that opens by reporting what was done ("I've successfully created ...", "The script
 # has been updated ...") does not answer a why or how: the answer rule looks past it.
 SCAFFOLD_PROGRESS_REPORT = (

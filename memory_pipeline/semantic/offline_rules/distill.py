@@ -93,9 +93,13 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
         prompt, outcome = m.subject or subject_text(m.turn.prompt), answer_text(m.turn.outcome)
         for text, speaker in ((prompt, "The user"), (outcome, "The agent")):
             sentences = [clean(s) for s in split_sentences(text)]
+            quoted = _quoted(sentences)
             if speaker == "The agent":
                 outcome_sentences = sentences
+                used |= quoted
             for j in range(len(sentences)):
+                if j in quoted:
+                    continue
                 kind = _cue_kind(sentences, j)
                 if kind is None:
                     continue
@@ -134,6 +138,18 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
         )
         for c in candidates
     ]
+
+
+def _quoted(sentences: list[str]) -> set[int]:
+    """Sentences inside a “curly-quoted” passage: text being written for someone else (a talk
+    track, a message draft), not something the session found or chose."""
+    inside: set[int] = set()
+    depth = 0
+    for j, s in enumerate(sentences):
+        if depth > 0 or s.lstrip(" *_-").startswith("“"):
+            inside.add(j)
+        depth = max(0, depth + s.count("“") - s.count("”"))
+    return inside
 
 
 def _is_scaffolding_memory(c: _Candidate) -> bool:
@@ -220,6 +236,9 @@ def _statement(
     """The standalone memory built around cue sentence `sentences[j]` (module docstring, rule 2)."""
     core = _unprefixed(sentences[j])
     before, after, has_reason = _with_reason(sentences, j, core)
+    if core.endswith(":") and not after:
+        # "Key finding: X normalizes underscores too:" announces what follows: keep it.
+        after = [s for s in sentences[j + 1 : j + 3] if not s.endswith("?")]
     statement = core
     if kind == "decision":  # "Let's use X" is a proposal in chat, a decision once stored
         statement = LETS.sub(lambda m: "Decided not to " if m.group(1) else "Decided to ", core)
@@ -328,7 +347,7 @@ def _answer(
     opening = [
         i
         for i, s in enumerate(outcome)
-        if not s.endswith("?")
+        if not s.endswith(("?", ":"))  # a question, or a label announcing a list
         and len(s.split()) >= 2
         and not TABLE_ROW.match(s)
         and not is_scaffolding_sentence(s)

@@ -128,7 +128,7 @@ LABEL_ONLY = re.compile(
     r"^\W*(?:that's |this is |it's |here's )?(?:the |one |a |my |our |another )?"
     r"(?:real |actual |underlying |key |main |big |only )?"
     r"(?:root cause|cause|problem|issue|culprit|catch|caveat|gotcha|fix|lessons?(?: learned)?"
-    r"|insight|takeaway|decision|note|rule|tip|answer|reason|trick)"
+    r"|insight|takeaway|finding|discovery|decision|note|rule|tip|answer|reason|trick)"
     r"(?: (?:is|was|then|here|for later|from [\w`'.-]+|with [\w`'.-]+"
     r"|in this (?:session|change|commit|round|pr|run)))*\W*$",
     _I,

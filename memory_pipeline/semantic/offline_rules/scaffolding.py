@@ -90,6 +90,8 @@ def answer_text(outcome: str) -> str:
 def is_status_line(sentence: str) -> bool:
     """A line that reports progress ("✅ Done!", "Bug fix complete!", "Perfect! I've added..."),
     not a finding: never a decision or an insight."""
+    if sentence.lstrip(" -*").startswith(tuple(T.SCAFFOLD_CHECK_MARKS)):
+        return True
     return bool(_STATUS.search(_EMOJI.sub("", sentence).strip()))
 
 
