@@ -57,12 +57,16 @@ _STATUS_WORDS = re.compile(
     re.I,
 )
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+# A line that is bold as a whole stands for a heading ("**Epic: Unified transcript
+# visualization**" under "All done. Here's a summary:").
+_BOLD_LINE = re.compile(r"^\s{0,3}\*\*([^*\n]{6,120})\*\*\s*$", re.M)
 
 
 def _title_from_outcome(outcome: str) -> str:
-    """The first heading of an answer that names something once its status word is gone
-    ("## Phase 0 Investigation Complete" -> "Phase 0 Investigation")."""
-    for heading in _HEADING.findall(outcome)[:3]:
+    """The first heading of an answer (else its first line in bold alone) that names something
+    once its status word is gone ("## Phase 0 Investigation Complete" -> "Phase 0
+    Investigation")."""
+    for heading in [*_HEADING.findall(outcome)[:3], *_BOLD_LINE.findall(outcome)[:3]]:
         text = _STATUS_WORDS.sub("", clean(_EMOJI.sub("", heading))).strip(" :-–—")
         if len(content_terms(text)) >= 2 and not is_scaffolding_sentence(text):
             return capitalize_first(trim_words(text, T.SEGMENT_TITLE_MAX_CHARS))
