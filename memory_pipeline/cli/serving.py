@@ -268,7 +268,8 @@ def evaluate_retrieval(
         bool,
         typer.Option(
             "--offline",
-            help="With --semantic: use the offline rules even when an Ollama model is configured.",
+            help="With --semantic: the offline rules only (without it, a configured and served "
+            "MEMORY_SEMANTIC_MODEL is measured too, after the rules, with the difference).",
         ),
     ] = False,
 ) -> None:
@@ -341,17 +342,37 @@ def _evaluate_secrets(path: Path | None, json_output: bool) -> None:
 
 
 def _evaluate_semantic(gold: Path | None, offline: bool, json_output: bool) -> None:
+    import json
+
     from memory_pipeline.cli.app import say
+    from memory_pipeline.embedding.minilm import get_minilm
     from memory_pipeline.resources import SemanticResource
     from memory_pipeline.semantic import evaluation as sem
+    from memory_pipeline.semantic.models import SemanticBackend
+    from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
 
     gold = gold or sem.REAL_SESSIONS_GOLD
-    if offline:
-        from memory_pipeline.embedding.minilm import get_minilm
-        from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
-
-        backend = OfflineRulesBackend(embedder=get_minilm())
-    else:
-        backend = SemanticResource.from_settings(Settings.from_env()).backend()
-    report = sem.evaluate(gold, backend, progress=say)
-    typer.echo(report.model_dump_json(indent=2) if json_output else sem.report_table(report))
+    backends: list[SemanticBackend] = [OfflineRulesBackend(embedder=get_minilm())]
+    if not offline:
+        settings = Settings.from_env()
+        configured = SemanticResource.from_settings(settings).backend()
+        if configured.name != backends[0].name:
+            backends.append(configured)  # the offline rules first, then what the model adds
+        elif settings.semantic_model:
+            say(
+                f"semantic eval: model {settings.semantic_model} is not served by "
+                f"{settings.ollama_host} (ollama pull {settings.semantic_model}); "
+                "offline rules only"
+            )
+        else:
+            say("semantic eval: no MEMORY_SEMANTIC_MODEL configured; offline rules only")
+    reports = [sem.evaluate(gold, backend, progress=say) for backend in backends]
+    if json_output:
+        if len(reports) == 1:
+            typer.echo(reports[0].model_dump_json(indent=2))
+        else:  # one report per backend, the offline rules first
+            typer.echo(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
+        return
+    typer.echo("\n\n".join(sem.report_table(r) for r in reports))
+    if len(reports) == 2:
+        typer.echo("\n" + sem.comparison_line(*reports))

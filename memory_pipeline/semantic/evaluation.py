@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline.capture.models import ParsedTurn
 from memory_pipeline.errors import UserError
+from memory_pipeline.semantic.errors import SemanticPassError
 from memory_pipeline.semantic.models import PassInput, PassResult, SemanticBackend, TurnInput
 from memory_pipeline.semantic.text import content_terms
 
@@ -269,6 +270,9 @@ class SemanticEvalReport(BaseModel):
     acceptable_titles: int
     memory_scaffolding_titles: int
     by_type: dict[str, dict[str, float | int | None]]
+    # Sessions whose pass failed (a model's invalid answer, a timeout): "<id>: <error>". They
+    # count as finding nothing, so a failing model is not measured on its successes alone.
+    failed_sessions: list[str] = Field(default_factory=list)
     per_session: list[SessionReport]
 
 
@@ -381,6 +385,7 @@ def evaluate(
     tolerant, exact = Counts(), Counts()
     by_type = {"decision": Counts(), "insight": Counts()}
     reports: list[SessionReport] = []
+    failed: list[str] = []
     memory_scaffolding = 0
     for session in sessions:
         turns = read_turns(session, gold_path.parent)
@@ -391,7 +396,11 @@ def evaluate(
             )
         if progress:
             progress(f"semantic eval: {session.id} ({len(turns)} turns)")
-        result = backend.run(pass_input(session, turns))
+        try:
+            result = backend.run(pass_input(session, turns))
+        except SemanticPassError as exc:
+            failed.append(f"{session.id}: {exc}")
+            result = PassResult(segments=[])
         report, t, e, kinds, ms = evaluate_session(session, turns, result)
         tolerant.add(t)
         exact.add(e)
@@ -425,6 +434,7 @@ def evaluate(
             }
             for kind, c in by_type.items()
         },
+        failed_sessions=failed,
         per_session=reports,
     )
 
@@ -451,4 +461,27 @@ def report_table(report: SemanticEvalReport) -> str:
             f"  {kind}s: precision {_fmt(m['precision'])}  recall {_fmt(m['recall'])}  "
             f"({m['matched']} matched of {m['distilled']} distilled, {m['gold']} gold)"
         )
+    if report.failed_sessions:
+        lines.append(
+            f"  the pass failed on {len(report.failed_sessions)} of {report.sessions} sessions "
+            f"(counted as finding nothing): {report.failed_sessions[0]}"
+        )
     return "\n".join(lines)
+
+
+def comparison_line(offline: SemanticEvalReport, model: SemanticEvalReport) -> str:
+    """What the model adds over the offline rules, in the measures' own terms."""
+
+    def delta(a: float | int | None, b: float | int | None) -> str:
+        if a is None or b is None:
+            return "  -  "
+        return f"{b - a:+.2f}"
+
+    parts = [f"boundary F1 {delta(offline.boundary_f1, model.boundary_f1)}"]
+    for kind in ("decision", "insight"):
+        o, m = offline.by_type[kind], model.by_type[kind]
+        parts.append(
+            f"{kind} precision {delta(o['precision'], m['precision'])} "
+            f"recall {delta(o['recall'], m['recall'])}"
+        )
+    return f"What {model.backend} adds over the offline rules: " + ", ".join(parts)

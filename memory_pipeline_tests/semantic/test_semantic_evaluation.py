@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from memory_pipeline.cli import app
 from memory_pipeline.semantic import evaluation as sem
+from memory_pipeline_tests.support.fake_ollama import DEFAULT_CHAT_MODEL, running_fake_ollama
 
 REAL = sem.REAL_SESSIONS_GOLD.parent
 POMODORO = REAL / "yoavf-ai-sessions" / "codex-pomodor-timer.jsonl"
@@ -83,3 +84,79 @@ def test_scaffolding_titles_are_recognised() -> None:
         assert not sem.is_scaffolding_title(title, prompts, []), title
     labelled = ["Export the current Claude Code session to a timestamped folder"]
     assert sem.is_scaffolding_title("Export the current Claude Code session", [], labelled)
+
+
+def _model_answer(decision: str) -> dict:
+    """What a model served by the fake Ollama answers for the three pomodoro turns."""
+    return {
+        "segments": [
+            {"first_ordinal": 0, "last_ordinal": 0, "title": "Pomodoro timer web app"},
+            {"first_ordinal": 1, "last_ordinal": 1, "title": "Smooth transitions between states"},
+            {
+                "first_ordinal": 2,
+                "last_ordinal": 2,
+                "title": "Pause/Resume feature for the timer",
+                "memories": [
+                    {
+                        "type": "decision",
+                        "title": decision,
+                        "content": f"{decision}.",
+                        "supporting_ordinals": [2],
+                    }
+                ],
+            },
+        ],
+        "corrections": [],
+    }
+
+
+def test_a_configured_model_is_measured_after_the_rules_with_what_it_adds(tmp_path) -> None:
+    """Without --offline, a configured and served MEMORY_SEMANTIC_MODEL runs the same evaluation
+    through the real `ollama` client (against a fake Ollama on loopback): both tables, the rules
+    first, and the difference."""
+    decision = "Keep the pause state in the timer object so resume continues the countdown"
+    gold = _gold(tmp_path, memories=[{"turn": 2, "type": "decision", "text": decision}])
+    with running_fake_ollama() as fake:
+        fake.script_chat(json.dumps(_model_answer(decision)))
+        env = {"MEMORY_SEMANTIC_MODEL": DEFAULT_CHAT_MODEL, "OLLAMA_HOST": fake.host}
+        result = CliRunner().invoke(
+            app, ["eval", "--semantic", "--semantic-gold", str(gold)], env=env
+        )
+        [request] = fake.chat_requests
+    assert result.exit_code == 0, result.output
+    assert request.body["model"] == DEFAULT_CHAT_MODEL
+    assert "Pomodoro" in json.dumps(request.body["messages"])  # the session's turns were sent
+    out = result.stdout
+    rules = out.index("Semantic pass on real sessions (offline-rules): 1 sessions, 3 turns")
+    model = out.index(f"Semantic pass on real sessions (ollama:{DEFAULT_CHAT_MODEL}): 1 sessions")
+    assert rules < model
+    assert "decisions: precision 1.00  recall 1.00  (1 matched of 1 distilled, 1 gold)" in out
+    assert f"What ollama:{DEFAULT_CHAT_MODEL} adds over the offline rules: boundary F1" in out
+    assert "decision precision" in out.split("adds over the offline rules:")[1]
+
+
+def test_a_model_that_fails_a_session_counts_it_as_finding_nothing(tmp_path) -> None:
+    with running_fake_ollama() as fake:
+        fake.script_chat("this is not JSON")
+        env = {"MEMORY_SEMANTIC_MODEL": DEFAULT_CHAT_MODEL, "OLLAMA_HOST": fake.host}
+        result = CliRunner().invoke(
+            app, ["eval", "--semantic", "--semantic-gold", str(_gold(tmp_path))], env=env
+        )
+    assert result.exit_code == 0, result.output
+    model_table = result.stdout.split(f"(ollama:{DEFAULT_CHAT_MODEL})")[1]
+    assert "segment boundaries (±1 turn): P   -    R 0.00" in model_table
+    assert "the pass failed on 1 of 1 sessions (counted as finding nothing): pomodoro:" in (
+        model_table
+    )
+
+
+def test_without_a_served_model_the_rules_alone_are_measured_and_it_says_why(tmp_path) -> None:
+    with running_fake_ollama(chat_models=[]) as fake:
+        env = {"MEMORY_SEMANTIC_MODEL": "qwen2.5:7b-instruct", "OLLAMA_HOST": fake.host}
+        result = CliRunner().invoke(
+            app, ["eval", "--semantic", "--semantic-gold", str(_gold(tmp_path))], env=env
+        )
+        assert fake.chat_requests == []
+    assert result.exit_code == 0, result.output
+    assert "model qwen2.5:7b-instruct is not served by" in result.output
+    assert "(offline-rules)" in result.stdout and "(ollama:" not in result.stdout
