@@ -2,7 +2,8 @@
 
 The labels were written before the rules were tuned on these sessions; the figures asserted here
 are the targets of issue 36 (boundary F1 >= 0.75 at one turn of tolerance, zero scaffolding
-titles), measured by the same code `memory-pipeline eval --semantic` prints.
+titles, decision precision >= 0.8 and recall >= 0.7), measured by the same code
+`memory-pipeline eval --semantic` prints.
 """
 
 from __future__ import annotations
@@ -77,11 +78,18 @@ def test_appended_turns_continue_the_tail_segment_unless_their_purpose_changes(b
     assert [s.first_ordinal for s in result.segments[1:]] == [b for b in whole if b > 10]
 
 
-def test_the_real_sessions_meet_the_boundary_and_title_targets(backend):
+def test_the_real_sessions_meet_the_boundary_title_and_decision_targets(backend):
     report = sem.evaluate(GOLD, backend)
     assert report.boundary_f1 is not None and report.boundary_f1 >= 0.75, report.boundary_f1
     assert report.scaffolding_titles == 0
     assert report.memory_scaffolding_titles == 0
+    decisions, insights = report.by_type["decision"], report.by_type["insight"]
+    assert decisions["precision"] is not None and decisions["precision"] >= 0.8, decisions
+    assert decisions["recall"] is not None and decisions["recall"] >= 0.7, decisions
+    # Insights have no target in issue 36; this keeps the measured figures from sliding back
+    # (0.40 / 0.29 before the rules read real sessions' findings).
+    assert insights["precision"] is not None and insights["precision"] >= 0.7, insights
+    assert insights["recall"] is not None and insights["recall"] >= 0.7, insights
 
 
 def test_a_long_run_without_an_evident_boundary_is_cut_at_the_documented_maximum():

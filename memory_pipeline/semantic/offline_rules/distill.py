@@ -146,7 +146,8 @@ def _quoted(sentences: list[str]) -> set[int]:
     inside: set[int] = set()
     depth = 0
     for j, s in enumerate(sentences):
-        if depth > 0 or s.lstrip(" *_-").startswith("“"):
+        lead, opens, _ = s.partition("“")
+        if depth > 0 or (opens and len(lead.split()) <= 4):  # "Talk track: “..." opens one
             inside.add(j)
         depth = max(0, depth + s.count("“") - s.count("”"))
     return inside
