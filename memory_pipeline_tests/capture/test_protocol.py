@@ -36,7 +36,7 @@ def test_every_registered_source_builds_its_connector_with_its_name(tmp_path: Pa
 
 def test_the_registry_is_the_one_list_of_source_names() -> None:
     assert tuple(CLI_SOURCES) == SOURCE_NAMES == TASK_SOURCES
-    assert RULE_SOURCES == frozenset(SOURCE_NAMES)
+    assert frozenset(SOURCE_NAMES) == RULE_SOURCES
     assert set(SOURCE_NAMES) <= set(MCP_SOURCES)
     assert len(set(SOURCE_NAMES)) == len(SOURCES)
 
