@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.capture.models import OwnershipVerdict, ParseIssue, ParsedTurn
+from memory_pipeline.capture.models import OwnershipVerdict, ParsedTurn, ParseIssue
 
 SOURCE = "aider"
 HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
@@ -255,9 +255,7 @@ def ownership(command_line: str | None) -> OwnershipVerdict:
         tokens = shlex.split(command_line)
     except ValueError:
         tokens = command_line.split()
-    flags = [
-        t for t in tokens[1:] if t in MESSAGE_FLAGS or t.split("=", 1)[0] in MESSAGE_FLAGS[:4]
-    ]
+    flags = [t for t in tokens[1:] if t in MESSAGE_FLAGS or t.split("=", 1)[0] in MESSAGE_FLAGS[:4]]
     if flags:
         return OwnershipVerdict(
             ownership="delegated",

@@ -5,9 +5,9 @@ or the legacy `project/<dir>/storage/session/info/<id>.json`) carries one task; 
 (`opencode.db`) carries every session it holds. A session stored in more than one generation (an
 upgrade copies the old store forward and leaves it) is read only from the newest one.
 
-`state_paths()` is the change fingerprint (protocol.StateOutsideTranscripts): the JSON generation writes a session's messages and
-parts as separate small files, so the session file's own stat says nothing about a new answer;
-the database changes in place, mostly in its `-wal` file.
+`state_paths()` gives the change fingerprint (protocol.StateOutsideTranscripts): the JSON
+generation writes a session's messages and parts as separate small files, so the session file's
+own stat says nothing about a new answer; the database changes in place, mostly in its `-wal`.
 """
 
 from __future__ import annotations

@@ -267,7 +267,9 @@ def read_sqlite(path: Path, issues: list[ParseIssue]) -> list[RawSession]:
         columns = {r[1] for r in conn.execute("PRAGMA table_info(session)")}
         if not {"id", "time_created"} <= columns:
             issues.append(
-                ParseIssue(path=where, reason="not_a_transcript", detail="no OpenCode session table")
+                ParseIssue(
+                    path=where, reason="not_a_transcript", detail="no OpenCode session table"
+                )
             )
             return []
         wanted = [
@@ -313,7 +315,9 @@ def read_sqlite(path: Path, issues: list[ParseIssue]) -> list[RawSession]:
             if data is None:
                 if not isinstance(raw, str):
                     issues.append(
-                        ParseIssue(path=f"{where}#message/{mid}", reason="bad_record", detail="data")
+                        ParseIssue(
+                            path=f"{where}#message/{mid}", reason="bad_record", detail="data"
+                        )
                     )
                 continue
             session.messages.append(Message(id=mid, info=data))
