@@ -46,6 +46,7 @@ class Message:
     id: str
     info: dict[str, Any]
     parts: list[dict[str, Any]] = field(default_factory=list)
+    damaged: bool = False  # a part could not be read: its text is never used as a whole
 
 
 @dataclass
@@ -210,6 +211,8 @@ def read_json_session(path: Path, issues: list[ParseIssue]) -> RawSession | None
             part = read_json(part_file, issues)
             if part is not None:
                 message.parts.append(part)
+            else:
+                message.damaged = True
         session.messages.append(message)
     return session
 
@@ -329,6 +332,8 @@ def read_sqlite(path: Path, issues: list[ParseIssue]) -> list[RawSession]:
             part = _loads(raw, f"{where}#part/{pid}", issues) if isinstance(raw, str) else None
             if part is not None:
                 message.parts.append(part)
+            else:
+                message.damaged = True
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         issues.append(ParseIssue(path=where, reason="unreadable", detail=_one_line(exc)))

@@ -85,10 +85,10 @@ def build_turns(session: RawSession) -> tuple[list[ParsedTurn], bool]:
     for message in messages:
         role = message.info.get("role")
         if role == "user":
-            text = visible_text(message)
+            text = visible_text(message) if not message.damaged else ""
             if text:  # a synthetic-only message (compaction, subtask, "continue") is no prompt
                 prompts.append((message, text))
-                last_prompt = message.id
+            last_prompt = message.id if text else None
             continue
         if role != "assistant" or message.info.get("summary") is True:
             continue
@@ -125,6 +125,8 @@ def _outcome(replies: list[Message]) -> tuple[str | None, datetime | None, list[
     if not replies or not _completed(replies[-1]):
         return None, None, []
     for reply in reversed(replies):
+        if reply.damaged:  # a part of it is unreadable: maybe its text, never half an answer
+            return None, None, []
         text = visible_text(reply)
         if text:
             return text, _time(replies[-1].info, "completed"), [r.id for r in replies]
