@@ -238,8 +238,8 @@ def build(session: Session, where: str, issues: list[ParseIssue]) -> Built:
 def is_aider_command(body: str) -> bool:
     """The logged `sys.argv`: its program is aider (a script, an .exe, aider/__main__.py)."""
     first = body.split(" ", 1)[0]
-    name = first.replace("\\", "/").rsplit("/", 1)[-1].lower()
-    return name in ("aider", "aider.exe", "aider-chat") or first.endswith("aider/__main__.py")
+    name = first.replace("\\", "/").rsplit("/", 1)[-1]
+    return name in ("aider", "aider.exe", "aider.EXE") or first.endswith("aider/__main__.py")
 
 
 def ownership(command_line: str | None) -> OwnershipVerdict:
