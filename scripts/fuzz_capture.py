@@ -12,7 +12,9 @@ failure; the first few are printed, and each failing file is kept for reproducti
     .venv/bin/python scripts/fuzz_capture.py [--cases N] [--parser NAME] [--seed S]
     make fuzz    # all parsers, 10,000 cases each (CASES=N to change)
 
-NAME is codex, claude_code, chat_import, chat_import_store, codex_store or all (the default).
+NAME is codex, claude_code, chat_import, opencode, opencode_sqlite, aider, chat_import_store,
+codex_store or all (the default). `opencode` lays each damaged copy out as OpenCode's JSON store
+(one file per line), `opencode_sqlite` as its database (support/fuzz_checks_opencode.py).
 The two `_store` targets put the damaged copy beside its original in a second file (the same
 tasks claimed twice) and capture both into a database of their own (an embedded server started
 for the run): never merged silently, no stored turn with another turn's text, a second run
@@ -78,6 +80,24 @@ PARSERS = {
         "CHAT_IMPORT_FIXTURES",
         "chat_import_original",
         "check_chat_import",
+    ),
+    "opencode": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_opencode",
+        "OPENCODE_FIXTURES",
+        "opencode_original",
+        "check_opencode",
+    ),
+    "opencode_sqlite": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_opencode",
+        "OPENCODE_FIXTURES",
+        "opencode_original",
+        "check_opencode_sqlite",
+    ),
+    "aider": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_aider",
+        "AIDER_FIXTURES",
+        "aider_original",
+        "check_aider",
     ),
     # The damaged copy beside the original in a second file, captured into a database.
     "chat_import_store": Parser(
