@@ -107,3 +107,7 @@ def check_aider(mutated: Mutated, original: AiderOriginal) -> None:
             assert (turn.prompt, turn.outcome) in captured, (
                 f"{label}: intact turn {turn.prompt[:40]!r} not captured"
             )
+
+
+# scripts/fuzz_capture.py's convention for a registered source (`--parser aider`).
+FIXTURES, original, check = AIDER_FIXTURES, aider_original, check_aider

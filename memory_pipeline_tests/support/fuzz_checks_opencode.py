@@ -71,9 +71,7 @@ def opencode_original(source: Path) -> OpenCodeOriginal:
         for t in task.turns:
             ids = set(t.native_message_ids)
             used = {
-                i
-                for i, p in enumerate(paths)
-                if Path(p).stem in ids or Path(p).parent.name in ids
+                i for i, p in enumerate(paths) if Path(p).stem in ids or Path(p).parent.name in ids
             }
             dirs = {str(Path(paths[i]).parent) for i in used if Path(paths[i]).parent.name in ids}
             turns.append(
@@ -233,3 +231,13 @@ def check_opencode_sqlite(mutated: Mutated, original: OpenCodeOriginal) -> None:
         }
         captured = _check(OpenCodeConnector(Path(tmp)), label)
     _check_turns(captured, mutated, original, where, label)
+
+
+def check_both(mutated: Mutated, original: OpenCodeOriginal) -> None:
+    """The same damaged lines as a JSON store and as a database."""
+    check_opencode(mutated, original)
+    check_opencode_sqlite(mutated, original)
+
+
+# scripts/fuzz_capture.py's convention for a registered source (`--parser opencode`).
+FIXTURES, original, check = OPENCODE_FIXTURES, opencode_original, check_both

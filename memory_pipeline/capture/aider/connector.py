@@ -20,6 +20,7 @@ from pathlib import Path
 from memory_pipeline.capture.aider import history as H
 from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult
+from memory_pipeline.capture.protocol import ConnectorOptions
 from memory_pipeline.tuning import (
     AIDER_HISTORY_MAX_BYTES,
     AIDER_ROOT_MAX_DEPTH,
@@ -241,3 +242,23 @@ class AiderConnector:
                 if text.startswith(prefix) and key not in ctx:
                     ctx[key] = text[len(prefix) :].strip().split(" ", 1)[0]
         return ctx
+
+
+def build(roots: list[Path], options: ConnectorOptions) -> AiderConnector:
+    """The registry's factory. Roots are MEMORY_AIDER_REPOS and MEMORY_AIDER_ROOTS (split on
+    `:` and on `,`), each searched to a bounded depth (a named repository is found at depth 0),
+    and AIDER_CHAT_HISTORY_FILE: a file path (absolute) or a file name looked for in each
+    repository."""
+    dirs: list[Path] = []
+    history_file: str | None = None
+    for root in roots:
+        for piece in str(root).split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            path = Path(piece).expanduser()
+            if path.is_dir():
+                dirs.append(path)
+            elif path.suffix in (".md", ".txt") or path.is_file():
+                history_file = str(path)
+    return AiderConnector(roots=dirs, history_file=history_file)

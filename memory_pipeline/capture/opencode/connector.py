@@ -22,7 +22,6 @@ from memory_pipeline.capture.opencode import turns as T
 from memory_pipeline.capture.opencode.storage import (
     RawSession,
     json_state_paths,
-    layout_of,
     read_json,
     read_json_session,
     read_sqlite,
@@ -31,6 +30,7 @@ from memory_pipeline.capture.opencode.storage import (
     sqlite_state_paths,
     state_of,
 )
+from memory_pipeline.capture.protocol import ConnectorOptions
 
 
 def is_database(path: Path) -> bool:
@@ -176,4 +176,22 @@ class OpenCodeConnector:
         )
 
 
-__all__ = ["OpenCodeConnector", "layout_of"]
+def build(roots: list[Path], options: ConnectorOptions) -> OpenCodeConnector:
+    """The registry's factory: `$XDG_DATA_HOME` (OpenCode's data is its `opencode/`), or an
+    OpenCode data directory itself (one holding `storage/` or a database, as the demo's), and
+    `$OPENCODE_DB` (a path ending in `.db`)."""
+    database = next((r for r in roots if r.suffix == ".db"), None)
+    homes = [r for r in roots if r.suffix != ".db"]
+    home = homes[0] if homes else Path("~/.local/share").expanduser()
+    if not _is_data_dir(home):
+        home = home / "opencode"
+    return OpenCodeConnector(home, database=database)
+
+
+def _is_data_dir(path: Path) -> bool:
+    if path.name == "opencode" or (path / "storage").is_dir() or (path / "project").is_dir():
+        return True
+    try:
+        return any(p.name.startswith("opencode") and p.suffix == ".db" for p in path.iterdir())
+    except OSError:
+        return False
