@@ -26,6 +26,8 @@ from memory_pipeline_tests.support.opencode_store import (
 )
 
 ALL = (date(2026, 1, 1), date(2027, 1, 1))
+ANSWER = "Opened it with utf8-lossy and strip the BOM."
+TYPED = "ses_5f2a9c1e0ffeTyped0000001"
 RUN = [{"permission": "question", "action": "deny", "pattern": "*"}]
 
 
@@ -60,7 +62,7 @@ def stores(tmp_path: Path) -> tuple[OpenCodeConnector, AiderConnector, Path, His
     repo = tmp_path / "src" / "meterflow"
     h = History(repo / ".aider.chat.history.md")
     h.start(datetime(2026, 9, 24, 8, 41, 12))
-    chat(h, "accept the BOM in the utility CSV", "Opened it with utf8-lossy and strip the BOM.")
+    chat(h, "accept the BOM in the utility CSV", ANSWER)
     h.start(datetime(2026, 9, 25, 8, 0, 0), argv="aider --message 'add type hints' --yes-always")
     chat(h, "add type hints", "Added.")
     later = lambda: datetime(2100, 1, 1, tzinfo=UTC)  # noqa: E731

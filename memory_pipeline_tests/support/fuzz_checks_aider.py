@@ -13,6 +13,7 @@ a file M made from an original O by damaging or inserting lines:
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import traceback
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ def _protected(turn: Turn, mutated: Mutated) -> bool:
     if any(i is None or i in mutated.damaged for i in indices):
         return False
     body = indices[1:]
-    return all(b == a + 1 for a, b in zip(body, body[1:], strict=False))  # type: ignore[operator]
+    return all(b == a + 1 for a, b in itertools.pairwise(body))  # type: ignore[operator]
 
 
 def check_aider(mutated: Mutated, original: AiderOriginal) -> None:
