@@ -128,7 +128,11 @@ def test_the_plugin_fails_open_and_injects_what_the_hook_prints(tmp_path: Path) 
         tmp_path,
         "good",
         f"cat >> {log}; echo >> {log}\n"
-        'echo \'{"hookSpecificOutput": {"hookEventName": "X", "additionalContext": "CTX-\'$2\'"}}\'\n',
+        + "echo '"
+        + json.dumps(
+            {"hookSpecificOutput": {"hookEventName": "X", "additionalContext": "CTX-"}}
+        ).replace("CTX-", "CTX-'$2'")
+        + "'\n",
     )
     result = run_plugin(tmp_path, good)
     assert result["system"] == ["base", "CTX-session-start", "CTX-prompt"]

@@ -182,7 +182,8 @@ const MemoryPipeline = async ({ directory } = {}) => ({
   "chat.message": async (input, output) => {
     try {
       const prompt = (output?.parts ?? [])
-        .filter((p) => p?.type === "text" && !p.synthetic && !p.ignored && typeof p.text === "string")
+        .filter((p) => p?.type === "text" && typeof p.text === "string")
+        .filter((p) => !p.synthetic && !p.ignored)
         .map((p) => p.text)
         .join("\n\n")
       if (!input?.sessionID || !prompt.trim()) return
