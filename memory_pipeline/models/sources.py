@@ -30,12 +30,15 @@ class Root:
     `defaults` are used when the variable is unset: `~` is the user's home and `{memory_home}`
     MEMORY_HOME; every default is passed (the connector skips those that do not exist), so a
     Linux and a macOS location can both be listed. `many`: the variable holds several paths
-    separated by `os.pathsep` (`:`), e.g. repositories to look in.
+    separated by `os.pathsep` (`:`), e.g. repositories to look in. `below`: the root is that
+    path below the variable's value, for an agent whose variable replaces the home directory
+    (Gemini CLI's GEMINI_CLI_HOME: the root is `$GEMINI_CLI_HOME/.gemini`).
     """
 
     env: str | None
     defaults: tuple[str, ...]
     many: bool = False
+    below: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ def resolve_roots(
         value = env.get(root.env) if root.env else None
         if value:
             parts = value.split(os.pathsep) if root.many else [value]
-            found += [Path(p).expanduser() for p in parts if p]
+            found += [Path(p).expanduser() / root.below for p in parts if p]
         else:
             found += [expand(t, memory_home) for t in root.defaults]
     return found

@@ -19,7 +19,7 @@ from memory_pipeline.capture.sources import SourceRoots, demo_roots, factory
 from memory_pipeline.cli.capture import SOURCES as CLI_SOURCES
 from memory_pipeline.forget.privacy import SOURCES as RULE_SOURCES
 from memory_pipeline.forget.select import TASK_SOURCES
-from memory_pipeline.models.sources import SOURCE_NAMES, SOURCES, resolve_roots
+from memory_pipeline.models.sources import SOURCE_NAMES, SOURCES, Root, SourceSpec, resolve_roots
 from memory_pipeline.settings import DEMO_CORPUS, Settings
 from serving.hooks import agents
 from serving.mcp.schema import SOURCES as MCP_SOURCES
@@ -48,6 +48,15 @@ def test_roots_come_from_each_sources_override_variable_or_its_default(tmp_path:
     assert by_name["claude_code"] == [Path.home() / ".claude"]
     assert by_name["chat_import"] == [Path.home() / "drops"]
     assert resolve_roots(SOURCES[2], {}, tmp_path / "mh") == [tmp_path / "mh" / "imports"]
+    # A variable that replaces the home directory, and one that lists several roots.
+    home_like = SourceSpec(
+        "x", "X", "X", "X", "m:f", (Root("X_HOME", ("~/.x",), below=".x"),), (), "x_home"
+    )
+    assert resolve_roots(home_like, {"X_HOME": "/h"}, tmp_path) == [Path("/h/.x")]
+    assert resolve_roots(home_like, {}, tmp_path) == [Path.home() / ".x"]
+    many = SourceSpec("y", "Y", "Y", "Y", "m:f", (Root("Y_DIRS", (), many=True),), (), "y")
+    assert resolve_roots(many, {"Y_DIRS": "/a:/b"}, tmp_path) == [Path("/a"), Path("/b")]
+    assert resolve_roots(many, {}, tmp_path) == []
 
 
 def test_settings_read_the_registered_variables(monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
