@@ -99,7 +99,10 @@ SOURCES: tuple[SourceSpec, ...] = (
         factory="memory_pipeline.capture.opencode.connector:build",
         # OpenCode keeps its data in $XDG_DATA_HOME/opencode (xdg-basedir: ~/.local/share on
         # Linux and macOS alike); OPENCODE_DB names its database elsewhere.
-        roots=(Root("XDG_DATA_HOME", ("~/.local/share",)), Root("OPENCODE_DB", ())),
+        roots=(
+            Root("XDG_DATA_HOME", ("~/.local/share/opencode",), below="opencode"),
+            Root("OPENCODE_DB", ()),
+        ),
         demo=("opencode_home",),
         keyword="opencode_home",
         reads="OpenCode sessions ($XDG_DATA_HOME/opencode: opencode.db, storage/)",

@@ -177,21 +177,10 @@ class OpenCodeConnector:
 
 
 def build(roots: list[Path], options: ConnectorOptions) -> OpenCodeConnector:
-    """The registry's factory: `$XDG_DATA_HOME` (OpenCode's data is its `opencode/`), or an
-    OpenCode data directory itself (one holding `storage/` or a database, as the demo's), and
-    `$OPENCODE_DB` (a path ending in `.db`)."""
+    """The registry's factory: OpenCode's data directory (`$XDG_DATA_HOME/opencode`) and
+    `$OPENCODE_DB` when set (a path ending in `.db`; relative to the data directory if not
+    absolute, as OpenCode reads it)."""
     database = next((r for r in roots if r.suffix == ".db"), None)
     homes = [r for r in roots if r.suffix != ".db"]
-    home = homes[0] if homes else Path("~/.local/share").expanduser()
-    if not _is_data_dir(home):
-        home = home / "opencode"
+    home = homes[0] if homes else Path("~/.local/share/opencode").expanduser()
     return OpenCodeConnector(home, database=database)
-
-
-def _is_data_dir(path: Path) -> bool:
-    if path.name == "opencode" or (path / "storage").is_dir() or (path / "project").is_dir():
-        return True
-    try:
-        return any(p.name.startswith("opencode") and p.suffix == ".db" for p in path.iterdir())
-    except OSError:
-        return False
