@@ -71,9 +71,6 @@ AIDER_SKIP_DIRS = frozenset(
 )
 # A chat history is read up to this many bytes (the rest is recorded as `file_too_large`).
 AIDER_HISTORY_MAX_BYTES = 256 * 1024 * 1024
-# Aider may answer once more after its last answer (a lint/test reflection): the last turn of a
-# history written less than this long ago waits (as Claude Code's unmarked last turn does).
-AIDER_SETTLE_SECONDS = 120
 
 # The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
 # A look over unchanged files costs one stat each and one query. With

@@ -14,11 +14,8 @@ from memory_pipeline_tests.support.aider_history import History, chat, input_his
 
 T1 = datetime(2026, 9, 22, 9, 14, 3)
 T2 = datetime(2026, 9, 23, 17, 2, 41)
-LATER = lambda: datetime(2100, 1, 1, tzinfo=UTC)  # noqa: E731  every file is quiet by then
-
-
 def aider(*repos: Path, **kw: object) -> AiderConnector:
-    return AiderConnector(repos=repos, now=LATER, **kw)  # type: ignore[arg-type]
+    return AiderConnector(repos=repos, **kw)  # type: ignore[arg-type]
 
 
 def repo_with_history(tmp_path: Path) -> tuple[Path, History]:
@@ -46,7 +43,8 @@ def test_turns_are_typed_prompts_and_final_answers(tmp_path: Path) -> None:
         "    if ts >= since {\n>>>>>>> REPLACE\n```",
         ("Applied edit to src/window.rs", "Commit 3f2a1c9 fix: make --since inclusive"),
     )
-    # A reflection: lint errors are sent back by aider itself, the second answer is final.
+    # A reflection: lint errors are sent back by aider itself; its second answer is not part
+    # of the turn (it would change a turn already captured).
     chat(h, "add a test", "Here is a first test.", ("Applied edit", "Fix lint errors? (Y)es y"))
     h.ai_output("Fixed the lint error in the test.")
     chat(h, "/ask is the window half-open?", "Yes: [since, until).")
@@ -62,7 +60,7 @@ def test_turns_are_typed_prompts_and_final_answers(tmp_path: Path) -> None:
             "src/window.rs\n```rust\n<<<<<<< SEARCH\n    if ts > since {\n=======\n"
             "    if ts >= since {\n>>>>>>> REPLACE\n```",
         ),
-        ("add a test", "Fixed the lint error in the test."),
+        ("add a test", "Here is a first test."),
         ("is the window half-open?", "Yes: [since, until)."),
     ]
     assert [t.ordinal for t in task.turns] == [0, 1, 2]
@@ -121,21 +119,14 @@ def test_each_session_is_a_task_and_append_keeps_what_was_read(tmp_path: Path) -
     assert connector.task_days(connector.discover()[0]) == {t.started_at.date() for t in second}
 
 
-def test_a_last_answer_written_a_moment_ago_waits_until_the_file_is_quiet(tmp_path: Path) -> None:
+def test_a_reflection_never_changes_a_captured_answer(tmp_path: Path) -> None:
     repo, h = repo_with_history(tmp_path)
     h.start(T1)
-    chat(h, "one", "1")
-    chat(h, "two", "2")
-    path = repo / ".aider.chat.history.md"
-    mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    soon = AiderConnector(repos=[repo], now=lambda: mtime + timedelta(seconds=5))
-    (task,) = soon.parse(path).tasks
-    assert [t.prompt for t in task.turns] == ["one"]
-    assert task.unfinished_turn and task.settles_at == mtime + timedelta(seconds=120)
-    (task,) = (
-        AiderConnector(repos=[repo], now=lambda: mtime + timedelta(minutes=3)).parse(path).tasks
-    )
-    assert [t.prompt for t in task.turns] == ["one", "two"] and task.settles_at is None
+    chat(h, "one", "first answer", ("Applied edit", "Fix lint errors? (Y)es y"))
+    first = parse(repo).tasks[0].turns
+    h.ai_output("the reflection's answer")
+    h.tool_output("Applied edit")
+    assert parse(repo).tasks[0].turns == first  # monotonic: what was captured stays
 
 
 def test_bad_bytes_cost_only_their_turn(tmp_path: Path) -> None:

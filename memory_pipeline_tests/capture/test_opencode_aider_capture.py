@@ -5,7 +5,7 @@ both sources in each)."""
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import psycopg
@@ -65,10 +65,9 @@ def stores(tmp_path: Path) -> tuple[OpenCodeConnector, AiderConnector, Path, His
     chat(h, "accept the BOM in the utility CSV", ANSWER)
     h.start(datetime(2026, 9, 25, 8, 0, 0), argv="aider --message 'add type hints' --yes-always")
     chat(h, "add type hints", "Added.")
-    later = lambda: datetime(2100, 1, 1, tzinfo=UTC)  # noqa: E731
     return (
         OpenCodeConnector(data),
-        AiderConnector(roots=[tmp_path / "src"], now=later),
+        AiderConnector(roots=[tmp_path / "src"]),
         db,
         h,
     )

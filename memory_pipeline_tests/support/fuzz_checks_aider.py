@@ -17,7 +17,6 @@ import itertools
 import tempfile
 import traceback
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_pipeline.capture.aider import AiderConnector
@@ -49,7 +48,7 @@ class AiderOriginal:
 
 
 def _connector(repo: Path) -> AiderConnector:
-    return AiderConnector(repos=[repo], now=lambda: datetime(2200, 1, 1, tzinfo=UTC))
+    return AiderConnector(repos=[repo])
 
 
 def aider_original(source: Path) -> AiderOriginal:

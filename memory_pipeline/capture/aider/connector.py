@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 
 from memory_pipeline.capture.aider import history as H
@@ -24,7 +24,6 @@ from memory_pipeline.capture.protocol import ConnectorOptions
 from memory_pipeline.tuning import (
     AIDER_HISTORY_MAX_BYTES,
     AIDER_ROOT_MAX_DEPTH,
-    AIDER_SETTLE_SECONDS,
     AIDER_SKIP_DIRS,
 )
 
@@ -55,16 +54,11 @@ class AiderConnector:
         repos: Iterable[Path] = (),
         roots: Iterable[Path] = (),
         history_file: str | None = None,
-        *,
-        settle_after: timedelta = timedelta(seconds=AIDER_SETTLE_SECONDS),
-        now: Callable[[], datetime] | None = None,
     ) -> None:
         """`history_file`: `AIDER_CHAT_HISTORY_FILE` (absolute, or a name in each repository)."""
         self.repos = [Path(p) for p in repos]
         self.roots = [Path(p) for p in roots]
         self.history_file = history_file or None
-        self.settle_after = settle_after
-        self._now = now or (lambda: datetime.now(UTC))
         self.skipped_files: list[ParseIssue] = []
 
     # --- discovery --------------------------------------------------------------------------
@@ -176,10 +170,6 @@ class AiderConnector:
 
     def _parse(self, path: Path, issues: list[ParseIssue]) -> ParseResult:
         where = str(path)
-        try:
-            mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-        except (OSError, ValueError, OverflowError):
-            mtime = None
         data = self._read(path, issues)
         if not data:
             return ParseResult(issues=issues)
@@ -212,14 +202,6 @@ class AiderConnector:
                 unfinished_turn=last and built.waiting,
                 source_path=where,
             )
-            if last and task.turns and mtime is not None and not built.waiting:
-                # An answer may still be followed by a reflection's answer: the last turn of a
-                # file written a moment ago waits until it has been quiet.
-                settles = mtime + self.settle_after
-                if self._now() < settles:
-                    task.turns = task.turns[:-1]
-                    task.unfinished_turn = True
-                    task.settles_at = settles
             tasks.append(task)
         return ParseResult(tasks=tasks, issues=issues)
 

@@ -16,14 +16,14 @@ appending (`open("a")`, `errors="ignore"`):
   prompts: they appear as tool lines followed by another answer.
 
 A turn is a typed prompt (slash commands are not prompts, except `/ask`, `/code`, `/architect`
-and `/context` with text) plus its final visible answer (the last answer block before the next
-prompt). `.aider.input.history` (prompt_toolkit's `FileHistory`: `# <local time>` then `+<line>`)
-gives each prompt's time when it can be matched.
+and `/context` with text) plus its answer: the first answer block after it, complete once
+written (an automatic reflection's later answer is not part of the turn: it would change a turn
+already captured). `.aider.input.history` (prompt_toolkit's `FileHistory`: `# <local time>`,
+then `+<line>`) gives each prompt's time when it can be matched.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -120,14 +120,14 @@ def sessions_of(lines: list[Line], where: str, issues: list[ParseIssue]) -> list
 
 
 def native_id(path: Path, session: Session, occurrence: int) -> str:
-    """Stable across appends: the history file's location, the header time, its occurrence."""
-    try:
-        where = str(path.resolve())
-    except (OSError, RuntimeError):
-        where = str(path)
-    digest = hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    """`<repository>@<header time>`: stable across appends, a front-truncated file (drift) and
+    a moved checkout; a history file of another name adds it; a second session started in the
+    same second adds its occurrence."""
     stamp = session.header_time.replace("-", "").replace(":", "").replace(" ", "T")
-    return f"{digest}-{stamp}" + (f"-{occurrence + 1}" if occurrence else "")
+    name = path.parent.name or "aider"
+    if path.name != ".aider.chat.history.md":
+        name += f"/{path.name}"
+    return f"{name}@{stamp}" + (f"-{occurrence + 1}" if occurrence else "")
 
 
 @dataclass
@@ -228,8 +228,11 @@ def build(session: Session, where: str, issues: list[ParseIssue]) -> Built:
             current["damaged"] = True
         elif kind == "ai":
             text = "\n".join(ln.text for ln in lines if ln.text is not None).strip()
-            if text:
-                current["answer"] = text  # the last answer block is the final one
+            if text and not current["answer"]:
+                # The first answer block: aider writes it whole once it has streamed. A
+                # reflection's later answer (lint/test errors sent back) would change a turn
+                # already captured, so it is left out (the store would ignore it as drift).
+                current["answer"] = text
         del index
     close(True)
     return Built(turns, waiting, command_line, prompts_raw)
