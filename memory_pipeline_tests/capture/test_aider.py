@@ -14,6 +14,8 @@ from memory_pipeline_tests.support.aider_history import History, chat, input_his
 
 T1 = datetime(2026, 9, 22, 9, 14, 3)
 T2 = datetime(2026, 9, 23, 17, 2, 41)
+
+
 def aider(*repos: Path, **kw: object) -> AiderConnector:
     return AiderConnector(repos=repos, **kw)  # type: ignore[arg-type]
 

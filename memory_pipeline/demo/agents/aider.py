@@ -108,8 +108,11 @@ def render(home: Path, manifest: bc.Manifest) -> None:
     repo = home / "meterflow"
     for session, argv in (
         (CHAT, "/home/mara/.local/bin/aider --model sonnet"),
-        (SCRIPTED, "/home/mara/.local/bin/aider --message 'add type hints to "
-         "ingest/gridpulse.py' --yes-always"),
+        (
+            SCRIPTED,
+            "/home/mara/.local/bin/aider --message 'add type hints to "
+            "ingest/gridpulse.py' --yes-always",
+        ),
     ):
         ids = bc.Ids(session.key)
         times = bc.turn_times(session.date, session.turns, ids)
