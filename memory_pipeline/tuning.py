@@ -60,6 +60,17 @@ CODEX_COPY_BURST_GAP_SECONDS = 2.0
 # year-1 or year-9999 value (or one past what datetime and PostgreSQL hold) would put a task in a
 # partition that never runs.
 AGENT_PLAUSIBLE_YEARS = (2000, 2199)
+# OpenCode (capture/opencode/): one message or part JSON file larger than this is skipped and
+# recorded (`record_too_large`); OpenCode writes one small file per message and per part.
+OPENCODE_JSON_MAX_BYTES = 16 * 1024 * 1024
+# Aider (capture/aider/): how deep MEMORY_AIDER_ROOTS are searched for `.aider.chat.history.md`,
+# and the directories never entered (dependencies, caches, VCS internals).
+AIDER_ROOT_MAX_DEPTH = 4
+AIDER_SKIP_DIRS = frozenset(
+    {".git", "node_modules", ".venv", "venv", "__pycache__", ".cache", "target", "dist", "build"}
+)
+# A chat history is read up to this many bytes (the rest is recorded as `file_too_large`).
+AIDER_HISTORY_MAX_BYTES = 256 * 1024 * 1024
 
 # The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
 # A look over unchanged files costs one stat each and one query. With

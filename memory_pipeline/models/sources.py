@@ -91,6 +91,38 @@ SOURCES: tuple[SourceSpec, ...] = (
         keyword="import_dir",
         reads="chat exports dropped into MEMORY_IMPORT_DIR",
     ),
+    SourceSpec(
+        name="opencode",
+        display="OpenCode",
+        title_prefix="OpenCode",
+        described="OpenCode",
+        factory="memory_pipeline.capture.opencode.connector:build",
+        # OpenCode keeps its data in $XDG_DATA_HOME/opencode (xdg-basedir: ~/.local/share on
+        # Linux and macOS alike); OPENCODE_DB names its database elsewhere.
+        roots=(
+            Root("XDG_DATA_HOME", ("~/.local/share/opencode",), below="opencode"),
+            Root("OPENCODE_DB", ()),
+        ),
+        demo=("opencode_home",),
+        keyword="opencode_home",
+        reads="OpenCode sessions ($XDG_DATA_HOME/opencode: opencode.db, storage/)",
+    ),
+    SourceSpec(
+        name="aider",
+        display="Aider",
+        title_prefix="Aider",
+        described="Aider",
+        factory="memory_pipeline.capture.aider.connector:build",
+        # Aider writes into each repository: the ones named, and those found under the roots.
+        roots=(
+            Root("MEMORY_AIDER_REPOS", (), many=True),
+            Root("MEMORY_AIDER_ROOTS", (), many=True),
+            Root("AIDER_CHAT_HISTORY_FILE", ()),
+        ),
+        demo=("aider",),
+        keyword="aider_roots",
+        reads="Aider chat histories (.aider.chat.history.md in MEMORY_AIDER_REPOS / _ROOTS)",
+    ),
 )
 
 # Sources of stored memories that are not captured tasks (the dream cycle's syntheses).

@@ -79,7 +79,7 @@ def test_generator_reproduces_the_committed_corpus_byte_for_byte(generated) -> N
 
 
 def test_corpus_size_and_planted_content(manifest) -> None:
-    assert 30 <= len(manifest.tasks) <= 40
+    assert 30 <= len(manifest.tasks) <= 50  # 41 with OpenCode's and Aider's four
     complete = sum(t.complete_turns for t in manifest.tasks if t.ownership == "user_owned")
     assert 150 <= complete <= 250
     assert len({t.project for t in manifest.tasks}) == 4
@@ -121,6 +121,10 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("claude_code", "user_owned"): 14,
         ("claude_code", "delegated"): 2,
         ("chat_import", "user_owned"): 3,
+        ("opencode", "user_owned"): 1,
+        ("opencode", "delegated"): 1,
+        ("aider", "user_owned"): 1,
+        ("aider", "delegated"): 1,
     }
 
 
@@ -136,7 +140,11 @@ def test_delegated_tasks_have_the_right_reasons(tasks, manifest) -> None:
         ("codex", "subagent"),
         ("claude_code", "subagent"),
         ("claude_code", "sdk"),
+        ("opencode", "subagent"),
+        ("aider", "exec"),
     }
+    assert reasons[("opencode", "subagent")].reason == "opencode:child-session"
+    assert reasons[("aider", "exec")].reason == "aider:scripted-message"
     assert reasons[("codex", "exec")].reason == "codex:exec"
     assert reasons[("codex", "subagent")].reason.startswith("codex:subagent")
     assert reasons[("codex", "subagent")].evidence["thread_source"] == "subagent"
@@ -155,6 +163,8 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
         "codex:interactive-cli": 16,
         "claude_code:typed-prompt": 14,
         "chat_import:user-import": 3,
+        "opencode:typed-prompt": 1,
+        "aider:interactive-chat": 1,
     }
 
 

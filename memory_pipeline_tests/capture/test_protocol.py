@@ -173,9 +173,16 @@ def test_the_run_metadata_counts_per_source(conn, tmp_path: Path) -> None:  # ty
 
 @pytest.mark.parametrize("agent", agents.AGENTS, ids=lambda a: a.NAME)
 def test_every_hook_agent_module_says_where_and_what(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings.from_env()
+    if hasattr(agent, "plan_file"):  # a file written whole (OpenCode's plugin)
+        change = agent.plan_file(tmp_path / "plugin.js", True, "/x/memory-pipeline")
+        assert b'"/x/memory-pipeline"' in change.content and b'["hook", event]' in change.content
+        assert b'"session-start"' in change.content and b'"prompt"' in change.content
+        for scope in agent.SCOPES:
+            assert agent.hook_file(scope, settings, tmp_path).suffix in (".js", ".ts")
+        return
     groups = agent.entries(lambda arg: {"type": "command", "command": f"x hook {arg}"})
     commands = {h["command"] for g in groups.values() for h in g["hooks"]}
     assert commands == {"x hook session-start", "x hook prompt"}
-    settings = Settings.from_env()
     for scope in agent.SCOPES:
         assert agent.hook_file(scope, settings, tmp_path).name.endswith(".json")

@@ -53,6 +53,10 @@ class Change:
     original: bytes | None = None
     original_from: Path | None = None
     remove: bool = False
+    # A file we own whole (OpenCode's plugin): `raw` is written, and no backup is kept of our
+    # own file (a backup beside a plugin would be one more file in the agent's plugin folder).
+    raw: bytes | None = None
+    owned: bool = False
 
     @property
     def changed(self) -> bool:
@@ -63,6 +67,8 @@ class Change:
         """The bytes the file will hold (None: it is removed, or nothing changes)."""
         if self.after is None or self.remove:
             return None
+        if self.raw is not None:
+            return self.raw
         return self.original if self.original is not None else dump(self.after)
 
 
@@ -108,6 +114,16 @@ def entries(agent: str, executable: str | None = None) -> dict[str, dict[str, An
         }
 
     return agent_module(agent).entries(handler)  # type: ignore[no-any-return]
+
+
+def plan_agent(agent: str, path: Path, install: bool, executable: str | None = None) -> Change:
+    """The change for `agent`: merged JSON hooks, or the whole file an agent module plans
+    itself (`plan_file`, OpenCode's plugin)."""
+    module = agent_module(agent)
+    own = getattr(module, "plan_file", None)
+    if own is not None:
+        return own(path, install, executable)  # type: ignore[no-any-return]
+    return plan(path, install, entries(agent, executable))
 
 
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:
@@ -265,7 +281,7 @@ def apply(change: Change) -> Change:
     path = change.path
     path.parent.mkdir(parents=True, exist_ok=True)
     backup = None
-    if path.exists():
+    if path.exists() and not change.owned:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         backup = path.with_name(f"{path.name}.bak-{stamp}")
         n = 1
