@@ -1113,9 +1113,11 @@ _UPPER = re.compile("[A-Z]")
 _LOWER = re.compile("[a-z]")
 _DIGIT = re.compile("[0-9]")
 # Object ids that look random but are no credential: Stripe's (`cus_`, `pi_`, `ch_`, ...) and
-# the model APIs' (`toolu_`, `msg_`, `req_`, `call_`, `chatcmpl-`, `resp_`, `thread_`...).
+# the model APIs' (`toolu_`, `msg_`, `req_`, `call_`, `chatcmpl-`, `resp_`, `thread_`...) and
+# OpenCode's session, message and part ids (`ses_`, `msg_`, `prt_`: 12 hex of time, 14 random).
 _PUBLIC_ID = re.compile(
-    r"(?:cus|pi|ch|in|sub|pm|py|txn|evt|prod|price|acct|cs|seti|src|ii|il|po|tr|ba|card|si|sli"
+    r"(?:(?:ses|prt|per|que|usr|pty|wrk)_[0-9a-f]{12}[0-9A-Za-z]{14})"
+    r"|(?:cus|pi|ch|in|sub|pm|py|txn|evt|prod|price|acct|cs|seti|src|ii|il|po|tr|ba|card|si|sli"
     r"|pl|pyr|cbtxn|fee|iv|ipi|ic|qt|dp|du|toolu|srvtoolu|msg|req|call|chatcmpl|resp|run|thread"
     r"|asst|batch|file|step|vs|ftjob|ft|compl|fc|rs|ws)[_-][A-Za-z0-9]{8,40}"
 )
@@ -1207,7 +1209,7 @@ def _sub_random(text: str, found: Redactions) -> str:
 # Bump _RULES_REVISION when the judging code changes; the hash follows every pattern, provider
 # format and tuning constant by itself. A stored text redacted under another version may hold a
 # secret these rules now catch (the heal command re-runs them when this changes).
-_RULES_REVISION = "2026-12-02.1"
+_RULES_REVISION = "2026-12-03.1"
 
 
 def _rules_fingerprint() -> str:

@@ -7,7 +7,7 @@ database.
   projects) is refused in one line naming the argument. Today both crash: a traceback in the log
   and a bare "Error executing tool".
 - An argument the tool does not take (`tokens=300`) is refused with the names it does take.
-- `sources` lists the values that work (codex, claude_code, chat_import, dream_cycle) and an
+- `sources` lists the values that work (every registered source, then dream_cycle) and an
   unknown one (`codex_task`) is refused with that list.
 """
 
@@ -29,6 +29,7 @@ from mcp import Client
 
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.passages import sync_passages
+from memory_pipeline.models.sources import DERIVED_SOURCES, SOURCE_NAMES
 from memory_pipeline_tests.support.memories import add_memory
 from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
@@ -36,7 +37,8 @@ from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
 
-SOURCES = ["codex", "claude_code", "chat_import", "dream_cycle"]
+SOURCES = [*SOURCE_NAMES, *DERIVED_SOURCES]
+assert {"codex", "claude_code", "chat_import", "dream_cycle"} <= set(SOURCES)
 QUERY_TEXT = {("memory_search", "query"), ("memory_context", "task")}
 BAD = {"NUL": "token\x00bucket", "surrogate": "token\ud800bucket"}
 
