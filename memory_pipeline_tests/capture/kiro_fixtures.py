@@ -22,7 +22,9 @@ def value(name: str) -> dict:
     return json.loads((STORE / name).read_text())
 
 
-def create_store(db: Path, generation: str = "kiro_cli", wal: bool | None = None) -> sqlite3.Connection:
+def create_store(
+    db: Path, generation: str = "kiro_cli", wal: bool | None = None
+) -> sqlite3.Connection:
     """An empty store of `generation` ("amazon_q" or "kiro_cli"); the connection stays open."""
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db, isolation_level=None)
@@ -37,12 +39,20 @@ def create_store(db: Path, generation: str = "kiro_cli", wal: bool | None = None
 def put(conn: sqlite3.Connection, row: dict, conv: dict | None = None) -> None:
     text = json.dumps(conv if conv is not None else value(row["value"]))
     if row["table"] == "conversations":
-        conn.execute("INSERT OR REPLACE INTO conversations (key, value) VALUES (?, ?)", (row["key"], text))
+        conn.execute(
+            "INSERT OR REPLACE INTO conversations (key, value) VALUES (?, ?)", (row["key"], text)
+        )
     else:
         conn.execute(
             "INSERT OR REPLACE INTO conversations_v2 (key, conversation_id, value, created_at,"
             " updated_at) VALUES (?, ?, ?, ?, ?)",
-            (row["key"], json.loads(text)["conversation_id"], text, row["created_at"], row["updated_at"]),
+            (
+                row["key"],
+                json.loads(text)["conversation_id"],
+                text,
+                row["created_at"],
+                row["updated_at"],
+            ),
         )
 
 

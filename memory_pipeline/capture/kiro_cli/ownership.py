@@ -35,10 +35,16 @@ def ownership(
         if isinstance(state, dict) and string(state.get("agent_name")):
             evidence["agent_name"] = state["agent_name"]
         if string(sidecar.get("parent_session_id")):
-            return OwnershipVerdict(ownership="delegated", reason="kiro_cli:subagent", evidence=evidence)
+            return OwnershipVerdict(
+                ownership="delegated", reason="kiro_cli:subagent", evidence=evidence
+            )
     found = typed.typed(prompts)
     if found is not None:
         evidence["typed_prompt"] = found[:200]
-        return OwnershipVerdict(ownership="user_owned", reason="kiro_cli:typed-prompt", evidence=evidence)
+        return OwnershipVerdict(
+            ownership="user_owned", reason="kiro_cli:typed-prompt", evidence=evidence
+        )
     evidence["history_files"] = [str(p) for p in typed.state_paths()]
-    return OwnershipVerdict(ownership="unknown", reason="kiro_cli:no-typed-prompt", evidence=evidence)
+    return OwnershipVerdict(
+        ownership="unknown", reason="kiro_cli:no-typed-prompt", evidence=evidence
+    )

@@ -121,7 +121,9 @@ def read_session(path: Path) -> tuple[Session | None, list[ParseIssue]]:
     for line, obj in iter_jsonl(path, read):
         kind = obj.get("kind")
         data = obj.get("data")
-        if not isinstance(kind, str) or (kind in ("Prompt", "AssistantMessage") and not isinstance(data, dict)):
+        if not isinstance(kind, str) or (
+            kind in ("Prompt", "AssistantMessage") and not isinstance(data, dict)
+        ):
             issues.append(issue(path, "bad_record", "not a Kiro session record", line))
             continue
         if kind not in KNOWN_KINDS:

@@ -151,7 +151,11 @@ class KiroIdeConnector:
             elif role == "assistant":
                 answer = layouts.answer_text(text)
                 logs = item.get("promptLogs")
-                if not answer and isinstance(logs, dict) and isinstance(logs.get("completion"), str):
+                if (
+                    not answer
+                    and isinstance(logs, dict)
+                    and isinstance(logs.get("completion"), str)
+                ):
                     answer = layouts.answer_text(logs["completion"])
                 builder.answer(answer, message_id=mid)
                 last_role = "assistant" if answer else last_role
@@ -261,7 +265,9 @@ class KiroIdeConnector:
             humans = [
                 layouts.user_text(m.get("content", ""))
                 for m in doc["chat"]
-                if isinstance(m, dict) and m.get("role") == "human" and isinstance(m.get("content"), str)
+                if isinstance(m, dict)
+                and m.get("role") == "human"
+                and isinstance(m.get("content"), str)
             ]
             humans = [h for h in humans if h]
             if exec_id and exec_id in logs and humans:
