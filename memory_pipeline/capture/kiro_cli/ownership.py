@@ -1,10 +1,10 @@
 """Who owns a Kiro CLI conversation, from native evidence only. Delegation evidence wins.
 
-| evidence | verdict | reason |
-|---|---|---|
-| v2 sidecar `parent_session_id` set (a session another session spawned) | delegated | `kiro_cli:subagent` |
-| a prompt of the conversation is in the REPL history (`.cli_bash_history`) | user_owned | `kiro_cli:typed-prompt` |
-| neither | unknown (skipped) | `kiro_cli:no-typed-prompt` |
+* delegated, `kiro_cli:subagent`: the v2 sidecar's `parent_session_id` is set (a session
+  another session spawned);
+* user_owned, `kiro_cli:typed-prompt`: a prompt of the conversation is in the REPL history
+  (`.cli_bash_history`);
+* unknown (skipped), `kiro_cli:no-typed-prompt`: neither.
 
 Neither store marks `--no-interactive` runs, ACP (`kiro-cli acp`) clients, scripts or the
 `delegate` tool's background `chat --non-interactive` children: they write the same records an

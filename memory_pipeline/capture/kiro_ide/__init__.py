@@ -1,4 +1,4 @@
-"""Kiro IDE connector: the agent chats in globalStorage `kiro.kiroagent` (pure parsing, no database).
+"""Kiro IDE connector: the agent chats in globalStorage `kiro.kiroagent` (pure parsing).
 
 `layouts` describes and reads the two layouts (workspace-sessions JSON, per-execution `.chat`
 snapshots with their execution logs); `connector` is `KiroIdeConnector`. Fields, sources and
