@@ -12,7 +12,8 @@ failure; the first few are printed, and each failing file is kept for reproducti
     .venv/bin/python scripts/fuzz_capture.py [--cases N] [--parser NAME] [--seed S]
     make fuzz    # all parsers, 10,000 cases each (CASES=N to change)
 
-NAME is codex, claude_code, chat_import, chat_import_store, codex_store or all (the default).
+NAME is codex, claude_code, chat_import, chat_import_store, codex_store, kiro_cli, kiro_cli_store,
+kiro_ide or all (the default).
 The two `_store` targets put the damaged copy beside its original in a second file (the same
 tasks claimed twice) and capture both into a database of their own (an embedded server started
 for the run): never merged silently, no stored turn with another turn's text, a second run
@@ -93,6 +94,24 @@ PARSERS = {
         "codex_original",
         "codex_store",
         "memory_pipeline_tests.support.fuzz_checks_codex",
+    ),
+    "kiro_cli": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_kiro",
+        "KIRO_CLI_FIXTURES",
+        "session_original",
+        "check_kiro_cli",
+    ),
+    "kiro_cli_store": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_kiro",
+        "KIRO_STORE_FIXTURES",
+        "store_original",
+        "check_kiro_cli_store",
+    ),
+    "kiro_ide": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_kiro",
+        "KIRO_IDE_FIXTURES",
+        "ide_original",
+        "check_kiro_ide",
     ),
 }
 SHOWN_FAILURES = 3

@@ -121,6 +121,12 @@ class TurnBuilder:
             if at is not None:
                 self.open.completed_at = at
 
+    def drop(self) -> None:
+        """Forget the open turn: what it holds cannot be trusted to be its own."""
+        if self.open is not None:
+            self.dropped += 1
+        self.open = None
+
     def _close(self) -> None:
         turn, self.open = self.open, None
         if turn is None:

@@ -74,8 +74,10 @@ def _texts(content: Any, kind: str = "text") -> tuple[str, bool]:
     return "\n\n".join(p for p in parts if p.strip()), tool
 
 
-def _finished_ids(sidecar: dict[str, Any] | None) -> dict[str, datetime | None] | None:
-    """message id -> end time of every finished user turn (None: no metadata to go by)."""
+def _finished_turns(
+    sidecar: dict[str, Any] | None,
+) -> list[tuple[set[str], datetime | None]] | None:
+    """(message ids, end time) of every finished user turn (None: no metadata to go by)."""
     if sidecar is None:
         return None
     state = sidecar.get("session_state")
@@ -83,15 +85,18 @@ def _finished_ids(sidecar: dict[str, Any] | None) -> dict[str, datetime | None] 
     turns = meta.get("user_turn_metadatas") if isinstance(meta, dict) else None
     if not isinstance(turns, list):
         return None
-    found: dict[str, datetime | None] = {}
+    found: list[tuple[set[str], datetime | None]] = []
     for turn in turns:
         if not isinstance(turn, dict) or not isinstance(turn.get("message_ids"), list):
             continue
-        end = parse_time(turn.get("end_timestamp"))
-        for mid in turn["message_ids"]:
-            if isinstance(mid, str) and mid:
-                found[mid] = end
+        ids = {m for m in turn["message_ids"] if isinstance(m, str) and m}
+        if ids:
+            found.append((ids, parse_time(turn.get("end_timestamp"))))
     return found
+
+
+# The head of a skipped line that is surely not a prompt (an assistant record or tool output).
+_NOT_PROMPT = (b'"AssistantMessage"', b'"ToolResults"')
 
 
 def read_sidecar(jsonl: Path) -> tuple[dict[str, Any] | None, list[ParseIssue]]:
@@ -105,9 +110,18 @@ def read_sidecar(jsonl: Path) -> tuple[dict[str, Any] | None, list[ParseIssue]]:
 
 
 def read_session(path: Path) -> tuple[Session | None, list[ParseIssue]]:
+    """The session's turns. Records are tied to their turn by the sidecar's message ids where it
+    has them: an assistant record a finished turn does not list belongs to a turn whose prompt
+    line is damaged, and is never glued onto the turn before. Without such ids, a skipped line
+    that may have been a prompt seals the open turn: what follows cannot be told to be its."""
     sidecar, issues = read_sidecar(path)
-    finished = _finished_ids(sidecar)
-    read = JsonlRead(path)
+    finished = _finished_turns(sidecar)
+    skipped: list[tuple[int, bool]] = []  # (line, may have been a prompt)
+
+    def on_skip(line: int, head: bytes) -> None:
+        skipped.append((line, not any(marker in head for marker in _NOT_PROMPT)))
+
+    read = JsonlRead(path, on_skip=on_skip)
     builder = TurnBuilder()
     session = Session(
         session_id=string((sidecar or {}).get("session_id")) or path.stem,
@@ -116,15 +130,22 @@ def read_session(path: Path) -> tuple[Session | None, list[ParseIssue]]:
         started_at=parse_time((sidecar or {}).get("created_at")),
         sidecar=sidecar,
     )
+    members: set[str] | None = None  # the open turn's message ids per the sidecar
+    end: datetime | None = None
+    sealed = False  # a line that may have been a later prompt was lost after the open turn
     last_had_tool = False
     first_prompt_at: datetime | None = None
     for line, obj in iter_jsonl(path, read):
+        if skipped and skipped[-1][1] and builder.open is not None and members is None:
+            sealed = True
+        skipped.clear()
         kind = obj.get("kind")
         data = obj.get("data")
         if not isinstance(kind, str) or (
             kind in ("Prompt", "AssistantMessage") and not isinstance(data, dict)
         ):
             issues.append(issue(path, "bad_record", "not a Kiro session record", line))
+            sealed = sealed or (builder.open is not None and members is None)
             continue
         if kind not in KNOWN_KINDS:
             continue
@@ -138,29 +159,50 @@ def read_session(path: Path) -> tuple[Session | None, list[ParseIssue]]:
             at = parse_time(meta.get("timestamp")) if isinstance(meta, dict) else None
             first_prompt_at = first_prompt_at or at
             mid = string(data.get("message_id"))
+            if sealed:
+                builder.drop()
+            sealed, last_had_tool = False, False
             if not text.strip():
+                builder._close()
+                members = None
                 continue  # an image-only prompt: nothing to remember
             session.prompts.append(text)
             builder.prompt(text, native_turn_id=mid, at=at, message_id=mid)
-            last_had_tool = False
+            members, end = None, None
+            for ids, ended in finished or []:
+                if mid in ids:
+                    members, end = ids, ended
         elif kind == "AssistantMessage":
             text, tool = _texts(data.get("content"))
             mid = string(data.get("message_id"))
-            if builder.open is not None:
-                if text:
-                    builder.answer(text, message_id=mid)
-                elif mid:
-                    builder.open.message_ids.append(mid)
+            if builder.open is None or sealed:
+                continue
+            if members is not None and mid not in members:
+                continue  # a record of a later turn whose prompt line was lost
+            if text:
+                builder.answer(text, message_id=mid)
+            elif mid:
+                builder.open.message_ids.append(mid)
             last_had_tool = tool
-        if finished is not None and builder.open is not None:
-            ends = [finished[m] for m in builder.open.message_ids if m in finished]
-            if ends:
-                builder.finish(ends[-1])
+            if members is not None and members <= set(builder.open.message_ids):
+                builder.finish(end)
     issues.extend(read.issues)
-    if finished is None and builder.open is not None and not last_had_tool:
+    if skipped and skipped[-1][1] and builder.open is not None and members is None:
+        sealed = True
+    if sealed:
+        builder.drop()
+    elif finished is None and builder.open is not None and not last_had_tool:
         builder.finish()  # no sidecar yet: an answer without a pending tool call ends the turn
+    elif (
+        members is not None
+        and builder.open is not None
+        and builder.open.answer is not None
+        and end is not None
+    ):
+        # the sidecar says the turn ended (not every id it lists is an assistant record)
+        builder.finish(end)
     session.turns, session.unfinished = builder.result()
     session.started_at = session.started_at or first_prompt_at
-    if not session.saw_record:
-        return None, issues
+    if not session.saw_record and sidecar is None:
+        return None, issues  # neither a sidecar nor any record: not a Kiro session
     return session, issues
