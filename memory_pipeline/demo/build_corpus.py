@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.demo.conversations import homelab, imports, ledgerline, logslice, meterflow
+from memory_pipeline.demo.conversations.kiro import KIRO_SESSIONS
 from memory_pipeline.demo.conversations.queries import QUERIES
+from memory_pipeline.demo.render_kiro import render_kiro
 from memory_pipeline.demo.spec import (
     Delegate,
     Edit,
@@ -1470,7 +1472,7 @@ def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest
     codex_history: list = []
     session_index: list = []
     claude_history: list = []
-    keys = [s.key for s in SESSIONS] + [c.key for c in CHATS]
+    keys = [s.key for s in SESSIONS] + [c.key for c in CHATS] + [s.key for s in KIRO_SESSIONS]
     if len(keys) != len(set(keys)):
         raise ValueError("duplicate spec keys")
     for session in SESSIONS:
@@ -1479,6 +1481,7 @@ def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest
         else:
             render_claude(session, claude_home, manifest, claude_history)
     render_chats(CHATS, out_dir / "imports", manifest)
+    manifest.files += [str(p) for p in render_kiro(out_dir, manifest)]
     for path, entries in (
         (codex_home / "history.jsonl", codex_history),
         (codex_home / "session_index.jsonl", session_index),

@@ -133,13 +133,14 @@ class Name:
 @dataclass(frozen=True)
 class Session:
     key: str  # stable spec key; every generated id derives from it
-    tool: Literal["codex", "claude"]
+    tool: Literal["codex", "claude", "kiro_cli", "kiro_ide"]
     project: Project
     date: str  # "YYYY-MM-DD" local date of the first turn
     turns: tuple[Turn, ...]
     branch: str = "main"
     # Codex: "interactive" (TUI), "exec" (codex exec). Claude: "interactive" (cli), "sdk" (-p).
-    mode: Literal["interactive", "exec", "sdk"] = "interactive"
+    # Kiro CLI: "subagent" (a session another session spawned).
+    mode: Literal["interactive", "exec", "sdk", "subagent"] = "interactive"
     names: tuple[Name, ...] = ()  # Codex session_index entries
     ai_title: str | None = None  # Claude ai-title sidecar
     summary: str = ""  # one line for the README

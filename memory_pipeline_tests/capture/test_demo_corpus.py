@@ -11,6 +11,8 @@ import pytest
 from memory_pipeline.capture.chat_import import ChatImportConnector
 from memory_pipeline.capture.claude_code import ClaudeCodeConnector
 from memory_pipeline.capture.codex import CodexConnector
+from memory_pipeline.capture.kiro_cli import KiroCliConnector
+from memory_pipeline.capture.kiro_ide import KiroIdeConnector
 from memory_pipeline.capture.models import ParsedTask, ParseIssue
 from memory_pipeline.demo import build_corpus
 from memory_pipeline.demo.conversations.homelab import (
@@ -46,6 +48,8 @@ def _connectors():
         CodexConnector(CORPUS / "codex_home"),
         ClaudeCodeConnector(CORPUS / "claude_home"),
         ChatImportConnector(CORPUS / "imports"),
+        KiroCliConnector([CORPUS / "kiro_home"]),
+        KiroIdeConnector([CORPUS / "kiro_ide" / "kiro.kiroagent"]),
     ]
 
 
@@ -84,7 +88,7 @@ def test_generator_reproduces_the_committed_corpus_byte_for_byte(generated) -> N
 
 
 def test_corpus_size_and_planted_content(manifest) -> None:
-    assert 30 <= len(manifest.tasks) <= 40
+    assert 30 <= len(manifest.tasks) <= 60  # grows with each connector's few demo sessions
     complete = sum(t.complete_turns for t in manifest.tasks if t.ownership == "user_owned")
     assert 150 <= complete <= 250
     assert len({t.project for t in manifest.tasks}) == 4
@@ -126,6 +130,9 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("claude_code", "user_owned"): 14,
         ("claude_code", "delegated"): 2,
         ("chat_import", "user_owned"): 3,
+        ("kiro_cli", "user_owned"): 2,
+        ("kiro_cli", "delegated"): 1,
+        ("kiro_ide", "user_owned"): 2,
     }
 
 
@@ -141,7 +148,9 @@ def test_delegated_tasks_have_the_right_reasons(tasks, manifest) -> None:
         ("codex", "subagent"),
         ("claude_code", "subagent"),
         ("claude_code", "sdk"),
+        ("kiro_cli", "subagent"),
     }
+    assert reasons[("kiro_cli", "subagent")].reason == "kiro_cli:subagent"
     assert reasons[("codex", "exec")].reason == "codex:exec"
     assert reasons[("codex", "subagent")].reason.startswith("codex:subagent")
     assert reasons[("codex", "subagent")].evidence["thread_source"] == "subagent"
@@ -160,6 +169,8 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
         "codex:interactive-cli": 16,
         "claude_code:typed-prompt": 14,
         "chat_import:user-import": 3,
+        "kiro_cli:typed-prompt": 2,
+        "kiro_ide:chat": 2,
     }
 
 
