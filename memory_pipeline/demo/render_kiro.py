@@ -28,34 +28,33 @@ def _iso(when) -> str:  # UTC datetime -> RFC 3339 with ms
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
-def render_kiro(out_dir: Path, manifest: Any) -> list[Path]:
-    """Write every Kiro demo session under `out_dir`; returns the files written."""
+def render(kind: str, home: Path, manifest: Any) -> None:
+    """Write the Kiro demo sessions of `kind` ("kiro_cli" or "kiro_ide") under `home` (the
+    source's demo root): Kiro CLI's `~/.kiro`, or Kiro IDE's `kiro.kiroagent` directory."""
     from memory_pipeline.demo import build_corpus as bc  # the builder's helpers (no cycle)
 
-    kiro_home = out_dir / "kiro_home"
-    ide_root = out_dir / "kiro_ide" / "kiro.kiroagent"
     written: list[Path] = []
     typed: list[tuple[Any, str]] = []
     ids_of = {s.key: bc.Ids(s.key).uuid4() for s in KIRO_SESSIONS}
     index: dict[Path, list[dict[str, Any]]] = {}
-    for session in KIRO_SESSIONS:
+    for session in (s for s in KIRO_SESSIONS if s.tool == kind):
         ids = bc.Ids(session.key + "/records")
         times = [bc.to_utc(t) for t in bc.turn_times(session.date, session.turns, ids)]
         sid = ids_of[session.key]
-        if session.tool == "kiro_cli":
-            written += _cli(session, sid, times, ids, kiro_home, ids_of, bc)
+        if kind == "kiro_cli":
+            written += _cli(session, sid, times, ids, home, ids_of, bc)
             if session.mode != "subagent":
                 typed += [(t, turn.prompt) for t, turn in zip(times, session.turns, strict=True)]
         else:
-            path, entry = _ide(session, sid, times, ids, ide_root, bc)
+            path, entry = _ide(session, sid, times, ids, home, bc)
             written.append(path)
             index.setdefault(path.parent, []).append(entry)
         for ordinal, turn in enumerate(session.turns):
             manifest.plants.update(turn.plants)
-            manifest.add_gold(turn.gold, session.tool, sid, ordinal)
+            manifest.add_gold(turn.gold, kind, sid, ordinal)
         manifest.tasks.append(
             bc.TaskInfo(
-                source=session.tool,
+                source=kind,
                 native_id=sid,
                 spec_key=session.key,
                 project=session.project.key,
@@ -63,18 +62,19 @@ def render_kiro(out_dir: Path, manifest: Any) -> list[Path]:
                 delegation="subagent" if session.mode == "subagent" else "",
                 complete_turns=len(session.turns),
                 days=tuple(sorted({bc.to_local(t).date().isoformat() for t in times})),
-                path=str(written[-1].relative_to(out_dir)),
+                path=str(written[-1].relative_to(home)),
             )
         )
     for directory, entries in index.items():
         path = directory / "sessions.json"
         bc.write_text(path, json.dumps(entries, indent=2) + "\n")
         written.append(path)
-    history = kiro_home / ".cli_bash_history"
-    lines = ["#V2", *(p.replace("\\", "\\\\").replace("\n", "\\n") for _t, p in sorted(typed))]
-    bc.write_text(history, "\n".join(lines) + "\n")
-    written.append(history)
-    return written
+    if kind == "kiro_cli":
+        history = home / ".cli_bash_history"
+        escaped = (p.replace("\\", "\\\\").replace("\n", "\\n") for _t, p in sorted(typed))
+        bc.write_text(history, "\n".join(["#V2", *escaped]) + "\n")
+        written.append(history)
+    manifest.files += [str(p) for p in written]
 
 
 def _cli(session: Session, sid: str, times, ids, home: Path, ids_of, bc) -> list[Path]:

@@ -1,7 +1,8 @@
 """The Kiro connectors' isolation properties, checked on one damaged copy of a fixture.
 
 Used by `memory_pipeline_tests/capture/test_fuzz_kiro.py` (a few dozen cases) and by
-`scripts/fuzz_capture.py --parser kiro_cli|kiro_cli_store|kiro_ide` (10,000 by default).
+`scripts/fuzz_capture.py --parser kiro_cli` (sessions and store rows) and `--parser kiro_ide`
+(10,000 by default, through `fuzz_checks_kiro_cli.py` / `fuzz_checks_kiro_ide.py`).
 
 * `kiro_cli`: the lines of a v2 session transcript (`sessions/cli/<id>.jsonl`, its `.json`
   sidecar left intact) are damaged. Nothing escapes (no `parser_error`, `task_days` agrees with

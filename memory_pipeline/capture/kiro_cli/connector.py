@@ -29,6 +29,7 @@ from memory_pipeline.capture.kiro_cli.conversation import read_conversation
 from memory_pipeline.capture.kiro_cli.ownership import ownership
 from memory_pipeline.capture.kiro_cli.typed import TypedPrompts
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult, TaskTitle
+from memory_pipeline.capture.protocol import ConnectorOptions
 
 SOURCE = "kiro_cli"
 SESSIONS_DIR = ("sessions", "cli")
@@ -187,7 +188,7 @@ def _title(sidecar: dict[str, Any], prompts: list[str]) -> TaskTitle | None:
     return TaskTitle(text=text.strip(), source="kiro_cli:title", observed_at=observed)
 
 
-def build(roots: list[Path], options: object = None) -> KiroCliConnector:
+def build(roots: list[Path], options: ConnectorOptions | None = None) -> KiroCliConnector:
     """The registry's factory (memory_pipeline/models/sources.py)."""
     return KiroCliConnector(list(roots))
 

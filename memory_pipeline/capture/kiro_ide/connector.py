@@ -36,6 +36,7 @@ from memory_pipeline.capture.models import (
     ParseResult,
     TaskTitle,
 )
+from memory_pipeline.capture.protocol import ConnectorOptions
 
 SOURCE = "kiro_ide"
 WORKSPACE_SESSIONS = "workspace-sessions"
@@ -352,6 +353,6 @@ def _listdir(path: Path) -> list[Path]:
         return []
 
 
-def build(roots: list[Path], options: object = None) -> KiroIdeConnector:
+def build(roots: list[Path], options: ConnectorOptions | None = None) -> KiroIdeConnector:
     """The registry's factory (memory_pipeline/models/sources.py)."""
     return KiroIdeConnector(list(roots))
