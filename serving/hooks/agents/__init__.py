@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from serving.hooks.agents import claude_code, codex
+from serving.hooks.agents import claude_code, codex, kiro
 
-AGENTS: tuple[ModuleType, ...] = (claude_code, codex)
+AGENTS: tuple[ModuleType, ...] = (claude_code, codex, kiro)
 BY_NAME: dict[str, ModuleType] = {a.NAME: a for a in AGENTS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -30,6 +30,11 @@ NAME = "kiro"
 SCOPES = ("user", "project")
 FORMAT = "flat"  # `hooks.<event>` is a list of handlers (install.py merges both formats)
 AGENT = "memory-pipeline"
+# `default_schema()` of agent/mod.rs: what Kiro writes into an agent file it creates.
+SCHEMA = (
+    "https://raw.githubusercontent.com/aws/amazon-q-developer-cli/refs/heads/main/schemas/"
+    "agent-v1.json"
+)
 AFTER_INSTALL: str | None = (
     f"make it Kiro CLI's default agent: kiro-cli settings chat.defaultAgent {AGENT}"
     f" (or start chats with --agent {AGENT})"
@@ -51,19 +56,22 @@ def _kiro(handler: dict[str, Any]) -> dict[str, Any]:
     return {"command": handler["command"], "timeout_ms": int(handler["timeout"]) * 1000}
 
 
-def entries(handler: Callable[[str], dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def entries(handler: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Trigger -> our hooks, as the one group install.py merges (written back flat)."""
     return {
-        "agentSpawn": [_kiro(handler("session-start"))],
-        "userPromptSubmit": [_kiro(handler("prompt"))],
+        "agentSpawn": {"hooks": [_kiro(handler("session-start"))]},
+        "userPromptSubmit": {"hooks": [_kiro(handler("prompt"))]},
     }
 
 
 def new_file() -> dict[str, Any]:
     """The agent file install creates: Kiro's default agent (`Agent::default()`), named ours."""
     return {
-        "$schema": "https://raw.githubusercontent.com/aws/amazon-q-developer-cli/refs/heads/main/schemas/agent-v1.json",
+        "$schema": SCHEMA,
         "name": AGENT,
-        "description": "The default agent, with memory-pipeline's memory at session start and on every prompt",
+        "description": (
+            "The default agent, with memory-pipeline's memory at session start and every prompt"
+        ),
         "prompt": None,
         "mcpServers": {},
         "tools": ["*"],
