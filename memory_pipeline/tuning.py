@@ -55,6 +55,19 @@ CHAT_IMPORT_BATCH_CHARS = 4_000_000
 # Codex (capture/codex/): a fork's copy of its parent's rollout is written in one burst, lines
 # milliseconds apart; a larger gap inside the copied region means the fork's own activity began.
 CODEX_COPY_BURST_GAP_SECONDS = 2.0
+# Kiro CLI and Kiro IDE (capture/kiro_cli/, capture/kiro_ide/). A document read whole (a SQLite
+# row's conversation JSON, a v2 session's `.json` sidecar, an IDE session or `.chat` file) larger
+# than this is skipped and recorded (`too_large`), never loaded: no real one comes near it.
+KIRO_DOCUMENT_MAX_BYTES = 64 * 1024 * 1024
+# How long a read of Kiro CLI's `data.sqlite3` waits for a writer's lock before it is recorded as
+# `store_busy` and retried on the next look (the agent is never blocked: the read is read-only).
+KIRO_SQLITE_TIMEOUT_S = 2.0
+# The prompt-recall history (`~/.kiro/.cli_bash_history`) shows what a person typed into the
+# chat REPL. A conversation counts as typed into when one of its prompts equals a history entry
+# at least this long (a bare "yes" typed elsewhere proves nothing); only the file's last
+# KIRO_HISTORY_MAX_BYTES are read.
+KIRO_TYPED_PROMPT_MIN_CHARS = 8
+KIRO_HISTORY_MAX_BYTES = 16 * 1024 * 1024
 # Agent transcript times (Codex, Claude Code) outside these years (inclusive) are treated as
 # missing and recorded as `bad_timestamp`: both agents wrote their first transcripts in 2025, and a
 # year-1 or year-9999 value (or one past what datetime and PostgreSQL hold) would put a task in a

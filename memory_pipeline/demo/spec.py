@@ -139,7 +139,8 @@ class Session:
     turns: tuple[Turn, ...]
     branch: str = "main"
     # Codex: "interactive" (TUI), "exec" (codex exec). Claude: "interactive" (cli), "sdk" (-p).
-    mode: Literal["interactive", "exec", "sdk"] = "interactive"
+    # Kiro CLI: "subagent" (a session another session spawned).
+    mode: Literal["interactive", "exec", "sdk", "subagent"] = "interactive"
     names: tuple[Name, ...] = ()  # Codex session_index entries
     ai_title: str | None = None  # Claude ai-title sidecar
     summary: str = ""  # one line for the README

@@ -122,6 +122,48 @@ SOURCES: tuple[SourceSpec, ...] = (
         demo=("aider",),
         keyword="aider_roots",
         reads="Aider chat histories (.aider.chat.history.md in MEMORY_AIDER_REPOS / _ROOTS)",
+        name="kiro_cli",
+        display="Kiro CLI",
+        title_prefix="Kiro",
+        described="Kiro CLI",
+        factory="memory_pipeline.capture.kiro_cli.connector:build",
+        roots=(
+            Root("KIRO_HOME", ("~/.kiro",)),
+            Root(
+                "MEMORY_KIRO_CLI_DATA",
+                (
+                    "~/.local/share/kiro-cli",
+                    "~/Library/Application Support/kiro-cli",
+                    "~/.local/share/amazon-q",
+                    "~/Library/Application Support/amazon-q",
+                    "~/.aws/amazonq",
+                ),
+                many=True,
+            ),
+        ),
+        demo=("kiro_home",),
+        keyword="kiro_home",
+        reads="Kiro CLI sessions ($KIRO_HOME/sessions/cli) and data.sqlite3 conversations",
+    ),
+    SourceSpec(
+        name="kiro_ide",
+        display="Kiro IDE",
+        title_prefix="Kiro",
+        described="Kiro IDE",
+        factory="memory_pipeline.capture.kiro_ide.connector:build",
+        roots=(
+            Root(
+                "MEMORY_KIRO_IDE_DIR",
+                (
+                    "~/.config/Kiro/User/globalStorage/kiro.kiroagent",
+                    "~/Library/Application Support/Kiro/User/globalStorage/kiro.kiroagent",
+                ),
+                many=True,
+            ),
+        ),
+        demo=("kiro_ide/kiro.kiroagent",),
+        keyword="kiro_ide_dir",
+        reads="Kiro IDE chats (globalStorage kiro.kiroagent: workspace-sessions, .chat files)",
     ),
 )
 

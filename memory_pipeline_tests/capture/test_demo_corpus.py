@@ -79,7 +79,7 @@ def test_generator_reproduces_the_committed_corpus_byte_for_byte(generated) -> N
 
 
 def test_corpus_size_and_planted_content(manifest) -> None:
-    assert 30 <= len(manifest.tasks) <= 50  # 41 with OpenCode's and Aider's four
+    assert 30 <= len(manifest.tasks) <= 60  # grows with each connector's few demo sessions
     complete = sum(t.complete_turns for t in manifest.tasks if t.ownership == "user_owned")
     assert 150 <= complete <= 250
     assert len({t.project for t in manifest.tasks}) == 4
@@ -125,6 +125,9 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("opencode", "delegated"): 1,
         ("aider", "user_owned"): 1,
         ("aider", "delegated"): 1,
+        ("kiro_cli", "user_owned"): 2,
+        ("kiro_cli", "delegated"): 1,
+        ("kiro_ide", "user_owned"): 2,
     }
 
 
@@ -142,9 +145,11 @@ def test_delegated_tasks_have_the_right_reasons(tasks, manifest) -> None:
         ("claude_code", "sdk"),
         ("opencode", "subagent"),
         ("aider", "exec"),
+        ("kiro_cli", "subagent"),
     }
     assert reasons[("opencode", "subagent")].reason == "opencode:child-session"
     assert reasons[("aider", "exec")].reason == "aider:scripted-message"
+    assert reasons[("kiro_cli", "subagent")].reason == "kiro_cli:subagent"
     assert reasons[("codex", "exec")].reason == "codex:exec"
     assert reasons[("codex", "subagent")].reason.startswith("codex:subagent")
     assert reasons[("codex", "subagent")].evidence["thread_source"] == "subagent"
@@ -165,6 +170,8 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
         "chat_import:user-import": 3,
         "opencode:typed-prompt": 1,
         "aider:interactive-chat": 1,
+        "kiro_cli:typed-prompt": 2,
+        "kiro_ide:chat": 2,
     }
 
 

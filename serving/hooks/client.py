@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         log_line(home, f"{event_name}: {type(exc).__name__}: {exc}")
         return 0
     if text:
-        sys.stdout.write(payload.output(event.event, text))
+        sys.stdout.write(payload.output(event.event, text, event.plain))
         sys.stdout.flush()
     return 0
 

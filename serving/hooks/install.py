@@ -1,10 +1,12 @@
 """`memory-pipeline hooks install|uninstall`: merge our hook entries into an agent's hook file.
 
-Every agent we support reads the same structure, event -> matcher groups -> handlers:
+Claude Code, Codex and Gemini CLI read the same structure, event -> matcher groups -> handlers:
 `{"hooks": {"SessionStart": [{"matcher": "...", "hooks": [{"type": "command", "command": "...",
 "timeout": 10}]}], "UserPromptSubmit": [{"hooks": [...]}]}}`. Where each agent keeps the file
 per scope, its event names and its matcher groups are its module in `serving/hooks/agents/`
-(registered in `agents.AGENTS`); this module merges, plans and writes for all of them.
+(registered in `agents.AGENTS`); this module merges, plans and writes for all of them. Kiro
+CLI's agent files list handlers directly under each trigger (`Layout.flat`); they are merged as
+one group per trigger and written back flat.
 
 Install keeps everything else in the file, backs the old file up beside it, adds nothing that is
 already there (idempotent), and writes atomically. Uninstall removes exactly the handlers whose
@@ -123,7 +125,7 @@ def plan_agent(agent: str, path: Path, install: bool, executable: str | None = N
     own = getattr(module, "plan_file", None)
     if own is not None:
         return own(path, install, executable)  # type: ignore[no-any-return]
-    return plan(path, install, entries(agent, executable))
+    return plan(path, install, entries(agent, executable), layout(agent))
 
 
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:
@@ -138,9 +140,11 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     return data
 
 
-def _read(path: Path, events: list[str]) -> tuple[dict[str, Any] | None, bytes | None]:
+def _read(
+    path: Path, events: list[str], how: Layout | None = None
+) -> tuple[dict[str, Any] | None, bytes | None]:
     """The hook file parsed and as bytes (None, None when it does not exist), its `hooks` and
-    the `events` in it checked for the shape both agents read."""
+    the `events` in it checked for the shape the agent reads."""
     if not path.exists():
         return None, None
     try:
@@ -148,7 +152,7 @@ def _read(path: Path, events: list[str]) -> tuple[dict[str, Any] | None, bytes |
     except OSError as exc:
         raise UserError(f"cannot read {path} ({exc}); fix or move it, then try again") from None
     data = _parse(raw, path)
-    problem = shape_problem(data, events)
+    problem = flat_shape_problem(data, events) if how and how.flat else shape_problem(data, events)
     if problem:
         where, found, expected = problem
         raise UserError(f"{path}: {where} is {found}, expected {expected}; fix it, then try again")
@@ -190,6 +194,26 @@ def shape_problem(data: dict[str, Any], events: list[str]) -> tuple[str, str, st
                 command = handler.get("command", "")
                 if not isinstance(command, str):
                     return f"{at}.command", _kind(command), "a string"
+    return None
+
+
+def flat_shape_problem(data: dict[str, Any], events: list[str]) -> tuple[str, str, str] | None:
+    """As `shape_problem`, for a file whose events are lists of handlers (Kiro CLI)."""
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        return "hooks", _kind(hooks), 'an object of triggers ({"agentSpawn": [...]})'
+    for event in events:
+        handlers = hooks.get(event)
+        if handlers is None:
+            continue
+        if not isinstance(handlers, list):
+            return f"hooks.{event}", _kind(handlers), 'a list of hooks ([{"command": "..."}])'
+        for j, handler in enumerate(handlers):
+            at = f"hooks.{event}[{j}]"
+            if not isinstance(handler, dict):
+                return at, _kind(handler), 'a hook ({"command": "..."})'
+            if not isinstance(handler.get("command", ""), str):
+                return f"{at}.command", _kind(handler.get("command")), "a string"
     return None
 
 
@@ -244,22 +268,75 @@ def removed(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dic
     return out if gone else None
 
 
-def plan(path: Path, install: bool, ours: dict[str, dict[str, Any]]) -> Change:
-    before, raw = _read(path, list(ours))
+@dataclass(frozen=True)
+class Layout:
+    """How an agent's file holds hooks. `flat`: `hooks.<event>` is the list of handlers itself
+    (Kiro CLI's agent files), not a list of matcher groups; it is merged as one group and written
+    back flat. `new_file`: what a file install creates starts as (Kiro: an agent document, whose
+    schema needs a name), else `{}`."""
+
+    flat: bool = False
+    new_file: dict[str, Any] | None = None
+
+
+def layout(agent: str) -> Layout:
+    module = agent_module(agent)
+    new_file = getattr(module, "new_file", None)
+    return Layout(
+        flat=getattr(module, "FORMAT", "groups") == "flat",
+        new_file=new_file() if callable(new_file) else None,
+    )
+
+
+def _grouped(data: dict[str, Any] | None, events: list[str], how: Layout) -> dict[str, Any] | None:
+    """A flat file's events as one matcher group each (what merged/removed work on)."""
+    if data is None or not how.flat or not isinstance(data.get("hooks"), dict):
+        return data
+    out = json.loads(json.dumps(data))
+    for event in events:
+        handlers = out["hooks"].get(event)
+        if handlers is not None:
+            out["hooks"][event] = [{"hooks": handlers}]
+    return out
+
+
+def _flattened(
+    data: dict[str, Any] | None, events: list[str], how: Layout
+) -> dict[str, Any] | None:
+    if data is None or not how.flat or not isinstance(data.get("hooks"), dict):
+        return data
+    for event in events:
+        groups = data["hooks"].get(event)
+        if isinstance(groups, list):
+            data["hooks"][event] = [h for g in groups if isinstance(g, dict) for h in g["hooks"]]
+    return data
+
+
+def plan(
+    path: Path, install: bool, ours: dict[str, dict[str, Any]], how: Layout | None = None
+) -> Change:
+    how = how or Layout()
+    events = list(ours)
+    before, raw = _read(path, events, how)
+    start = before if before is not None else how.new_file
+    grouped = _grouped(before, events, how)
     if install:
-        return Change(path, before, merged(before, ours))
-    after = removed(before, ours)
+        return Change(
+            path, before, _flattened(merged(_grouped(start, events, how), ours), events, how)
+        )
+    after = _flattened(removed(grouped, ours), events, how)
     if after is None or raw is None:
         return Change(path, before, after)
     for backup in _backups(path):
         try:
             original = backup.read_bytes()
-            installed = merged(_parse(original, backup), ours)
+            installed = merged(_grouped(_parse(original, backup), events, how), ours)
         except (OSError, UserError):
             continue
-        if installed is not None and dump(installed) == raw:
+        if installed is not None and dump(_flattened(installed, events, how) or {}) == raw:
             return Change(path, before, after, original=original, original_from=backup)
-    if raw == dump(merged(None, ours) or {}):
+    created = _flattened(merged(_grouped(how.new_file, events, how), ours), events, how)
+    if raw == dump(created or {}):
         return Change(path, before, after, remove=True)  # install created the file
     return Change(path, before, after)
 

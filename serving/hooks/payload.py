@@ -12,7 +12,12 @@ Codex (https://developers.openai.com/codex/hooks.md; schemas in openai/codex
 `session_id`, `turn_id`, `transcript_path` (may be null), `cwd`, `hook_event_name`, `model`,
 `permission_mode` and `prompt`; SessionStart carries `source` (`startup`, `resume`, `clear`).
 
-Output, the same for both: exit 0 with
+Kiro CLI (aws/amazon-q-developer-cli `crates/chat-cli/src/cli/chat/cli/hooks.rs`,
+`run_hook`): `{"hook_event_name": "agentSpawn"|"userPromptSubmit", "cwd": ..., "prompt": ...}`
+(the prompt on userPromptSubmit only); whatever the command prints is added to the model's
+context as it is, so the answer to Kiro is the plain text (`HookEvent.plain`).
+
+Output, the same for Claude Code and Codex: exit 0 with
 `{"hookSpecificOutput": {"hookEventName": "<event>", "additionalContext": "<text>"}}` on stdout
 adds the text to the model's context; printing nothing adds nothing.
 """
@@ -25,6 +30,8 @@ SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 # The CLI's subcommand -> the event it answers.
 EVENTS = {"session-start": SESSION_START, "prompt": USER_PROMPT_SUBMIT}
+# Kiro CLI's trigger names (camelCase `HookTrigger`) -> the event each one is.
+KIRO_EVENTS = {"agentSpawn": SESSION_START, "userPromptSubmit": USER_PROMPT_SUBMIT}
 
 
 class PayloadError(ValueError):
@@ -35,7 +42,7 @@ class HookEvent:
     """One hook call. A plain class: `dataclasses` imports `inspect` and more, a cost the
     per-prompt client pays on every prompt."""
 
-    __slots__ = ("cwd", "event", "prompt", "session_id", "source")
+    __slots__ = ("cwd", "event", "plain", "prompt", "session_id", "source")
 
     def __init__(
         self,
@@ -44,7 +51,9 @@ class HookEvent:
         cwd: str | None,
         source: str | None,  # session start: startup, resume, clear, compact
         session_id: str | None,
+        plain: bool = False,  # the agent adds stdout as it is (Kiro CLI), not the JSON answer
     ) -> None:
+        self.plain = plain
         self.event = event
         self.prompt = prompt
         self.cwd = cwd
@@ -66,6 +75,9 @@ def parse(raw: str | bytes, command_event: str) -> HookEvent:
     if not isinstance(data, dict):
         raise PayloadError("stdin is not a JSON object")
     named = _text(data.get("hook_event_name"))
+    plain = named in KIRO_EVENTS
+    if plain:
+        named = KIRO_EVENTS[named]  # type: ignore[index]
     event = named if named in (SESSION_START, USER_PROMPT_SUBMIT) else command_event
     return HookEvent(
         event=event,
@@ -73,9 +85,12 @@ def parse(raw: str | bytes, command_event: str) -> HookEvent:
         cwd=_text(data.get("cwd")) or None,
         source=_text(data.get("source")),
         session_id=_text(data.get("session_id")),
+        plain=plain,
     )
 
 
-def output(event: str, text: str) -> str:
-    """The stdout that adds `text` to the model's context."""
+def output(event: str, text: str, plain: bool = False) -> str:
+    """The stdout that adds `text` to the model's context (the text itself for Kiro CLI)."""
+    if plain:
+        return text if text.endswith("\n") else text + "\n"
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
