@@ -122,6 +122,8 @@ SOURCES: tuple[SourceSpec, ...] = (
         demo=("aider",),
         keyword="aider_roots",
         reads="Aider chat histories (.aider.chat.history.md in MEMORY_AIDER_REPOS / _ROOTS)",
+    ),
+    SourceSpec(
         name="kiro_cli",
         display="Kiro CLI",
         title_prefix="Kiro",

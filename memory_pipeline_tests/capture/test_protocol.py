@@ -181,7 +181,7 @@ def test_every_hook_agent_module_says_where_and_what(agent, tmp_path: Path) -> N
         for scope in agent.SCOPES:
             assert agent.hook_file(scope, settings, tmp_path).suffix in (".js", ".ts")
         return
-    groups = agent.entries(lambda arg: {"type": "command", "command": f"x hook {arg}"})
+    groups = agent.entries(lambda arg: {"type": "command", "command": f"x hook {arg}", "timeout": 10})
     commands = {h["command"] for g in groups.values() for h in g["hooks"]}
     assert commands == {"x hook session-start", "x hook prompt"}
     for scope in agent.SCOPES:

@@ -111,7 +111,7 @@ def test_a_trigger_of_the_wrong_shape_is_refused_untouched(homes: Path) -> None:
     before = path.read_bytes()
     result = CliRunner().invoke(app, ["hooks", "install", "kiro"])
     assert result.exit_code != 0
-    assert "hooks.agentSpawn is a string, expected a list of hooks" in result.output
+    assert "hooks.agentSpawn is a string, expected a list of hooks" in str(result.exception)
     assert path.read_bytes() == before
 
 
@@ -119,7 +119,7 @@ def test_project_scope_and_no_local_scope(homes: Path) -> None:
     cli("hooks", "install", "kiro", "--scope", "project")
     assert (homes / ".kiro" / "agents" / "memory-pipeline.json").exists()
     result = CliRunner().invoke(app, ["hooks", "install", "kiro", "--scope", "local"])
-    assert result.exit_code != 0 and "no local scope" in result.output
+    assert result.exit_code != 0 and "no local scope" in str(result.exception)
 
 
 def test_kiro_payloads_map_to_our_events_and_answer_in_plain_text() -> None:
