@@ -60,6 +60,12 @@ CODEX_COPY_BURST_GAP_SECONDS = 2.0
 # year-1 or year-9999 value (or one past what datetime and PostgreSQL hold) would put a task in a
 # partition that never runs.
 AGENT_PLAUSIBLE_YEARS = (2000, 2199)
+# Cursor (capture/cursor/): how long a read of a `state.vscdb` waits for a lock. Cursor keeps it in
+# WAL mode, where a reader never waits; a store in rollback-journal mode whose writer holds the
+# lock longer is read on the next look (`changed_while_reading`), never waited on by the run.
+CURSOR_SQLITE_TIMEOUT_S = 2.0
+# A Cursor agent transcript (`agent-transcripts/*.jsonl`) larger than this is skipped, recorded.
+CURSOR_TRANSCRIPT_MAX_BYTES = 256 * 1024 * 1024
 
 # The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
 # A look over unchanged files costs one stat each and one query. With

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-Source = Literal["codex", "claude_code", "chat_import"]
+Source = Literal["codex", "claude_code", "chat_import", "cursor"]
 Ownership = Literal["user_owned", "delegated", "unknown"]
 
 
