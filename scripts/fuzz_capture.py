@@ -12,7 +12,8 @@ failure; the first few are printed, and each failing file is kept for reproducti
     .venv/bin/python scripts/fuzz_capture.py [--cases N] [--parser NAME] [--seed S]
     make fuzz    # all parsers, 10,000 cases each (CASES=N to change)
 
-NAME is codex, claude_code, chat_import, chat_import_store, codex_store or all (the default).
+NAME is codex, claude_code, chat_import, cursor, cursor_transcript, chat_import_store,
+codex_store or all (the default).
 The two `_store` targets put the damaged copy beside its original in a second file (the same
 tasks claimed twice) and capture both into a database of their own (an embedded server started
 for the run): never merged silently, no stored turn with another turn's text, a second run
@@ -78,6 +79,19 @@ PARSERS = {
         "CHAT_IMPORT_FIXTURES",
         "chat_import_original",
         "check_chat_import",
+    ),
+    # Cursor: rows of a state.vscdb store (values damaged), and an agent transcript's lines.
+    "cursor": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_cursor",
+        "CURSOR_FIXTURES",
+        "cursor_original",
+        "check_cursor",
+    ),
+    "cursor_transcript": Parser(
+        "memory_pipeline_tests.support.fuzz_checks_cursor",
+        "CURSOR_TRANSCRIPT_FIXTURES",
+        "transcript_original",
+        "check_cursor_transcript",
     ),
     # The damaged copy beside the original in a second file, captured into a database.
     "chat_import_store": Parser(

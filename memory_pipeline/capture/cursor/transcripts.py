@@ -131,9 +131,11 @@ def read_transcript(path: Path, read: JsonlRead, settled: bool) -> Transcript:
         content = message.get("content") if isinstance(message, dict) else obj.get("content")
         if obj.get("type") == "turn_ended":
             out.records += 1
-            if current is not None:
+            if current is not None:  # the turn is over; lines after it until a prompt join none
                 current.ended = True
                 current.last_line = line
+                close(current, followed=False)
+                current = None
             continue
         if obj.get("type") == "metadata":
             out.records += 1
@@ -155,8 +157,6 @@ def read_transcript(path: Path, read: JsonlRead, settled: bool) -> Transcript:
             if current is None:
                 continue
             current.last_line = line
-            if current.ended:
-                current.ended = False  # more after turn_ended: still the same turn
             if role == "assistant":
                 text = _texts(content)
                 if text:

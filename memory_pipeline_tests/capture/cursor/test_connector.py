@@ -254,6 +254,21 @@ def test_a_damaged_transcript_line_drops_its_turn_only(home: CursorHome):
     assert {"invalid_json", "bad_record"} <= {i.reason for i in result.issues}
 
 
+def test_answer_lines_after_a_turn_end_without_a_prompt_join_no_turn(home: CursorHome):
+    """The prompt line between them was lost: its answer must not become the earlier turn's."""
+    lines = home.transcript().read_text().splitlines()
+    del lines[4]  # the second prompt
+    path = home.transcript(text="\n".join(lines) + "\n")
+    home.chat_meta()
+    (task,) = home.connector().parse(path).tasks
+    assert [(t.prompt, t.outcome) for t in task.turns] == [
+        (
+            "list the failing tests in meterflow",
+            "One test fails: `test_dst_gap` (expects 23 hours on 29 March, gets 24).",
+        )
+    ]
+
+
 # --- unfinished turns, append, rename ---------------------------------------------------------
 
 
