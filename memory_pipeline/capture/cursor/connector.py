@@ -43,7 +43,9 @@ from memory_pipeline.capture.cursor.ownership import composer_ownership, transcr
 from memory_pipeline.capture.cursor.sqlite import DISK_KV, BadValue, StoreUnavailable
 from memory_pipeline.capture.cursor.transcripts import (
     TRANSCRIPTS_DIR,
+    WORKSPACE_HASH,
     chat_meta,
+    cwd_of,
     is_subagent,
     project_slug,
     prompt_history,
@@ -497,6 +499,9 @@ class CursorConnector:
         slug = project_slug(path)
         if slug:
             ctx["project_slug"] = slug
+        cwd = cwd_of(slug, meta.get(WORKSPACE_HASH), self._known_folders())
+        if cwd:
+            ctx["cwd"] = cwd
         for key in ("mode", "lastUsedModel"):
             if isinstance(meta.get(key), str) and meta[key]:
                 ctx["model" if key == "lastUsedModel" else key] = meta[key]
@@ -516,6 +521,16 @@ class CursorConnector:
             source_path=str(path),
         )
         return ParseResult(tasks=[task], issues=read.issues)
+
+    def _known_folders(self) -> list[str]:
+        """Local folders of the IDE's workspaces (candidates for a transcript's cwd)."""
+        folders: list[str] = []
+        for root in self.roots:
+            for ws in self._workspaces.lookup(root / WORKSPACES).values():
+                path = folder_path(ws.folder)
+                if path and path not in folders:
+                    folders.append(path)
+        return folders
 
     def _is_settled(self, path: Path) -> bool:
         if self.settle_after is None:

@@ -23,6 +23,7 @@ table `meta`, key `0`: hex-encoded JSON with `createdAt` (epoch ms), `name`, `mo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -37,6 +38,7 @@ from memory_pipeline.capture.models import ParsedTurn
 
 TRANSCRIPTS_DIR = "agent-transcripts"
 SUBAGENTS_DIR = "subagents"
+WORKSPACE_HASH = "_workspace_hash"  # where chat_meta found the store (not a Cursor field)
 _USER_QUERY = re.compile(r"<user_query>\s*([\s\S]*?)\s*</user_query>")
 
 
@@ -180,7 +182,23 @@ def chat_meta(data_dir: Path, chat_id: str) -> dict[str, Any] | None:
     for db in candidates:
         meta = _read_meta(db)
         if meta is not None:
+            meta[WORKSPACE_HASH] = db.parent.parent.name
             return meta
+    return None
+
+
+def cwd_of(slug: str | None, workspace_hash: object, known: list[str]) -> str | None:
+    """The transcript's working directory, when it can be proven: the chat store's directory is
+    the md5 of the workspace path (FORMAT.md §6), checked against the slug read as a path and
+    against the IDE's workspace folders. None when nothing matches (the slug is lossy)."""
+    if not isinstance(workspace_hash, str):
+        return None
+    candidates = [*known]
+    if slug:
+        candidates.insert(0, "/" + slug.replace("-", "/"))
+    for path in candidates:
+        if hashlib.md5(path.encode()).hexdigest() == workspace_hash:
+            return path
     return None
 
 
