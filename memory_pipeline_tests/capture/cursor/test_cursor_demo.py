@@ -22,7 +22,10 @@ def _content(root: Path) -> dict[str, object]:
             rel = str(path.relative_to(root))
             if path.suffix in (".vscdb", ".db"):
                 conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-                tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
+                tables = [
+                    r[0]
+                    for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                ]
                 out[rel] = {
                     t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall()) for t in tables
                 }
