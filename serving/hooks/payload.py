@@ -15,6 +15,15 @@ Codex (https://developers.openai.com/codex/hooks.md; schemas in openai/codex
 Output, the same for both: exit 0 with
 `{"hookSpecificOutput": {"hookEventName": "<event>", "additionalContext": "<text>"}}` on stdout
 adds the text to the model's context; printing nothing adds nothing.
+
+Cursor (hooks in `~/.cursor/hooks.json`; payloads captured from Cursor 3.17/3.18 in
+fusengine/harness `test/fixtures/cursor/`): every event carries `conversation_id`,
+`generation_id`, `model`, `hook_event_name` (`sessionStart`, `beforeSubmitPrompt`, ...),
+`cursor_version`, `workspace_roots` (the open folders; the cwd is the first) and
+`transcript_path`; `sessionStart` adds `session_id`, `is_background_agent`, `composer_mode`.
+Only `sessionStart` can add context: it prints `{"additional_context": "<text>"}` (its other
+output is `env`); `beforeSubmitPrompt` answers only `continue` / `user_message`, so a Cursor
+prompt gets memory through MCP, not a hook. The command names the agent (`--agent cursor`).
 """
 
 from __future__ import annotations
@@ -25,6 +34,10 @@ SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 # The CLI's subcommand -> the event it answers.
 EVENTS = {"session-start": SESSION_START, "prompt": USER_PROMPT_SUBMIT}
+CURSOR = "cursor"
+AGENTS = ("claude-code", "codex", CURSOR)  # the --agent values (the output format)
+# Cursor's event names for ours.
+_CURSOR_EVENTS = {"sessionStart": SESSION_START, "beforeSubmitPrompt": USER_PROMPT_SUBMIT}
 
 
 class PayloadError(ValueError):
@@ -66,16 +79,21 @@ def parse(raw: str | bytes, command_event: str) -> HookEvent:
     if not isinstance(data, dict):
         raise PayloadError("stdin is not a JSON object")
     named = _text(data.get("hook_event_name"))
+    named = _CURSOR_EVENTS.get(named or "", named)
     event = named if named in (SESSION_START, USER_PROMPT_SUBMIT) else command_event
+    roots = data.get("workspace_roots")
+    first_root = roots[0] if isinstance(roots, list) and roots else None
     return HookEvent(
         event=event,
         prompt=(_text(data.get("prompt")) or "") if event == USER_PROMPT_SUBMIT else "",
-        cwd=_text(data.get("cwd")) or None,
+        cwd=_text(data.get("cwd")) or _text(first_root) or None,
         source=_text(data.get("source")),
-        session_id=_text(data.get("session_id")),
+        session_id=_text(data.get("session_id")) or _text(data.get("conversation_id")),
     )
 
 
-def output(event: str, text: str) -> str:
-    """The stdout that adds `text` to the model's context."""
+def output(event: str, text: str, agent: str | None = None) -> str:
+    """The stdout that adds `text` to the model's context (Cursor's shape for `cursor`)."""
+    if agent == CURSOR:
+        return json.dumps({"additional_context": text})
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
