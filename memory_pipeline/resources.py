@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import psycopg
 from pydantic import PrivateAttr
 
 from memory_pipeline import tuning
-from memory_pipeline.capture.models import Connector
+from memory_pipeline.capture.protocol import Connector
 from memory_pipeline.capture.sources import SourceRoots, source_roots
 from memory_pipeline.db import connect, ensure_ready
 from memory_pipeline.db.migrate import migrate
@@ -54,36 +55,44 @@ def _prepared(url: str | None) -> str:
 
 
 class SourcesResource(dg.ConfigurableResource):
-    """The agent transcript roots capture reads (real ones, or the bundled demo corpus)."""
+    """The agent transcript roots capture reads (real ones, or the bundled demo corpus): per
+    source name (memory_pipeline/models/sources.py), the roots its connector looks in."""
 
-    codex_home: str
-    claude_home: str
-    import_dir: str
+    roots: dict[str, list[str]]
     kind: str  # "real" or "demo"
     quiet_minutes: float = tuning.SEMANTIC_QUIET_MINUTES  # the chat import's quiet rule
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SourcesResource:
         roots = source_roots(settings)
+        return cls.from_roots(roots)
+
+    @classmethod
+    def from_roots(cls, roots: SourceRoots) -> SourcesResource:
         return cls(
-            codex_home=str(roots.codex_home),
-            claude_home=str(roots.claude_home),
-            import_dir=str(roots.import_dir),
+            roots={name: [str(p) for p in paths] for name, paths in roots.roots.items()},
             kind=roots.kind,
             quiet_minutes=roots.quiet_minutes,
         )
 
-    def roots(self) -> SourceRoots:
+    @classmethod
+    def of(cls, **roots: Any) -> SourcesResource:
+        """Built from `SourceRoots` keywords: `of(codex_home=..., import_dir=..., kind="real")`."""
+        return cls.from_roots(SourceRoots(**roots))
+
+    def source_roots(self) -> SourceRoots:
         return SourceRoots(
-            codex_home=Path(self.codex_home),
-            claude_home=Path(self.claude_home),
-            import_dir=Path(self.import_dir),
+            roots={name: [Path(p) for p in paths] for name, paths in self.roots.items()},
             kind=self.kind,  # type: ignore[arg-type]
             quiet_minutes=self.quiet_minutes,
         )
 
+    def home(self, source: str) -> str:
+        """The first root of `source`."""
+        return self.roots[source][0]
+
     def connectors(self) -> list[Connector]:
-        return self.roots().connectors()
+        return self.source_roots().connectors()
 
 
 class SemanticResource(dg.ConfigurableResource):

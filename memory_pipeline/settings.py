@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from memory_pipeline import tuning
+from memory_pipeline.models.sources import SOURCES, resolve_roots
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = Path(__file__).resolve().parent / "demo" / "corpus"
@@ -52,9 +53,9 @@ class Settings(BaseModel):
     database_url: str | None  # external PostgreSQL; None means the embedded server
     dagster_pg_url: str | None  # override for Dagster's instance database
     reader_url: str | None  # override for the read-only role's connection
-    codex_home: Path
-    claude_home: Path
-    import_dir: Path
+    # Per source (memory_pipeline/models/sources.py): the roots its connector looks in, from the
+    # source's own override variable (CODEX_HOME, CLAUDE_CONFIG_DIR, ...) or its defaults.
+    source_homes: dict[str, list[Path]]
     sources: str  # "auto" | "demo" | "real"
     ollama_host: str
     semantic_model: str | None  # Ollama chat model; None means offline rules only
@@ -107,9 +108,7 @@ class Settings(BaseModel):
             database_url=os.environ.get("DATABASE_URL") or None,
             dagster_pg_url=os.environ.get("DAGSTER_PG_URL") or None,
             reader_url=os.environ.get("MEMORY_READER_URL") or None,
-            codex_home=_env_path("CODEX_HOME", Path.home() / ".codex"),
-            claude_home=_env_path("CLAUDE_CONFIG_DIR", Path.home() / ".claude"),
-            import_dir=_env_path("MEMORY_IMPORT_DIR", home / "imports"),
+            source_homes={s.name: resolve_roots(s, os.environ, home) for s in SOURCES},
             sources=os.environ.get("MEMORY_SOURCES", "auto"),
             ollama_host=os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"),
             semantic_model=os.environ.get("MEMORY_SEMANTIC_MODEL") or None,
@@ -180,3 +179,7 @@ class Settings(BaseModel):
     @property
     def log_dir(self) -> Path:
         return self.memory_home / "logs"
+
+    def source_home(self, source: str) -> Path:
+        """The first root of a source (its home: `~/.codex` or CODEX_HOME, ...)."""
+        return self.source_homes[source][0]

@@ -2,7 +2,8 @@
 
 Every test that needs a database gets its own, cloned from a migrated template (cloning takes
 milliseconds), and it is dropped afterwards. Nothing touches the user's MEMORY_HOME: the session
-points MEMORY_HOME, CODEX_HOME, CLAUDE_CONFIG_DIR and DAGSTER_HOME at temporary directories.
+points MEMORY_HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, every other registered agent's home variable
+and DAGSTER_HOME at temporary directories.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from psycopg import sql
 from memory_pipeline.db.connection import READER_ROLE, connect, sqlalchemy_url
 from memory_pipeline.db.embedded import EmbeddedServer
 from memory_pipeline.db.migrate import migrate
+from memory_pipeline.models.sources import SOURCES
 from memory_pipeline.settings import REPO_ROOT
 
 TEMPLATE_DB = "mp_test_template"
@@ -31,6 +33,14 @@ def session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     env.setenv("MEMORY_HOME", str(home))
     env.setenv("CODEX_HOME", str(home / "no-codex"))
     env.setenv("CLAUDE_CONFIG_DIR", str(home / "no-claude"))
+    for source in SOURCES:  # every other agent's home too (models/sources.py): never the user's
+        for root in source.roots:
+            if root.env and root.env not in (
+                "CODEX_HOME",
+                "CLAUDE_CONFIG_DIR",
+                "MEMORY_IMPORT_DIR",
+            ):
+                env.setenv(root.env, str(home / f"no-{source.name}"))
     env.setenv("DAGSTER_HOME", str(home / "dagster"))
     for key in (
         "DATABASE_URL",

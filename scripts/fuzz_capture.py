@@ -12,8 +12,8 @@ failure; the first few are printed, and each failing file is kept for reproducti
     .venv/bin/python scripts/fuzz_capture.py [--cases N] [--parser NAME] [--seed S]
     make fuzz    # all parsers, 10,000 cases each (CASES=N to change)
 
-NAME is codex, claude_code, chat_import, cursor, cursor_transcript, chat_import_store,
-codex_store or all (the default).
+NAME is codex, claude_code, chat_import, chat_import_store, codex_store, any other registered
+source (its `memory_pipeline_tests/support/fuzz_checks_<source>.py`), or all (the default).
 The two `_store` targets put the damaged copy beside its original in a second file (the same
 tasks claimed twice) and capture both into a database of their own (an embedded server started
 for the run): never merged silently, no stored turn with another turn's text, a second run
@@ -47,6 +47,7 @@ from hypothesis import strategies as st
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the tests' support package is not installed
 
+from memory_pipeline.models.sources import SOURCE_NAMES  # noqa: E402
 from memory_pipeline_tests.support.mutations import Mutated, mutated_file  # noqa: E402
 
 
@@ -80,19 +81,6 @@ PARSERS = {
         "chat_import_original",
         "check_chat_import",
     ),
-    # Cursor: rows of a state.vscdb store (values damaged), and an agent transcript's lines.
-    "cursor": Parser(
-        "memory_pipeline_tests.support.fuzz_checks_cursor",
-        "CURSOR_FIXTURES",
-        "cursor_original",
-        "check_cursor",
-    ),
-    "cursor_transcript": Parser(
-        "memory_pipeline_tests.support.fuzz_checks_cursor",
-        "CURSOR_TRANSCRIPT_FIXTURES",
-        "transcript_original",
-        "check_cursor_transcript",
-    ),
     # The damaged copy beside the original in a second file, captured into a database.
     "chat_import_store": Parser(
         "memory_pipeline_tests.support.fuzz_checks_store",
@@ -109,6 +97,17 @@ PARSERS = {
         "memory_pipeline_tests.support.fuzz_checks_codex",
     ),
 }
+# Every other registered source (memory_pipeline/models/sources.py) is a target by convention:
+# `memory_pipeline_tests/support/fuzz_checks_<source>.py` defining FIXTURES (paths), original
+# (path -> an object with `.lines`) and check (mutated, original), so a new connector adds its
+# check module and touches nothing here.
+for _source in SOURCE_NAMES:
+    PARSERS.setdefault(
+        _source,
+        Parser(
+            f"memory_pipeline_tests.support.fuzz_checks_{_source}", "FIXTURES", "original", "check"
+        ),
+    )
 SHOWN_FAILURES = 3
 
 

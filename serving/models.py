@@ -21,7 +21,7 @@ class SearchFilters(BaseModel):
     types: list[str] | None = None
     mem_classes: list[Literal["semantic", "episodic", "procedural"]] | None = None
     projects: list[str] | None = None
-    sources: list[str] | None = None  # codex, claude_code, chat_import, ...
+    sources: list[str] | None = None  # memory_pipeline/models/sources.py names, dream_cycle
     tags: list[str] | None = None
     since: datetime | None = None
     until: datetime | None = None

@@ -1,10 +1,12 @@
 """Which partitions a change to the source roots touches (for the sensor, the catch-up, `run`).
 
-A file needs capturing when its size or mtime differ from what the last capture stored for its
-path (`source_files.captured_size/captured_mtime_ns`), or when its path was never captured. Each
-file is compared with the database, not with a watermark: a file copied with its old mtime
-(`cp -p`, `rsync -a`, an unzipped export, a folder moved in), a file restored with an older
-mtime, and a truncated or replaced file are all seen on the next look.
+A file needs capturing when its version, size and mtime (`protocol.file_state`: for a store that
+changes through other paths, a SQLite database and its `-wal`, all of them), differs from what
+the last capture stored for its path (`source_files.captured_size/captured_mtime_ns`), or when
+its path was never captured. Each file is compared with the database, not with a watermark: a
+file copied with its old mtime (`cp -p`, `rsync -a`, an unzipped export, a folder moved in), a
+file restored with an older mtime, and a truncated or replaced file are all seen on the next
+look.
 
 A look over thousands of unchanged files costs one stat each plus one query. Only a file that
 differs is peeked at (`task_days`), and the peek is cached in `source_files` under the size and
@@ -31,7 +33,14 @@ from pathlib import Path
 import psycopg
 
 from memory_pipeline.capture.files import skipped_files
-from memory_pipeline.capture.models import Connector, NamesOutsideTranscripts, ParseIssue
+from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.capture.protocol import (
+    Connector,
+    FileState,
+    NamesOutsideTranscripts,
+    file_state,
+    one_line,
+)
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.capture.store import path_text, record_file_issue, unrecorded_file_issues
 from memory_pipeline.capture.unreadable import no_task_issue
@@ -45,7 +54,6 @@ ANY_SOURCE = "*"  # a rename watermark for every source (carried over from the o
 
 log = logging.getLogger(__name__)
 
-FileState = tuple[int, int]  # (size, mtime_ns) of a file on disk
 # A file version the sensor already dealt with: (size, mtime_ns, look again at ns or 0).
 Handled = tuple[int, int, int]
 REQUESTED, PEEK_FAILED_OUTCOME = "requested", "peek_failed"  # sensor_file_requests.outcome
@@ -151,7 +159,7 @@ def scan_changes(
         try:
             days = connector.task_days(path)
         except Exception as exc:  # a connector bug on one file must not stop the look
-            failure = Failure(connector.source, str(path), PEEK_FAILED, _describe(exc), state)
+            failure = Failure(connector.source, str(path), PEEK_FAILED, one_line(exc), state)
             log.warning("%s", failure.describe())
             scan.failures.append(failure)
             return None
@@ -168,7 +176,7 @@ def scan_changes(
         try:
             paths = connector.discover()
         except Exception as exc:
-            failure = Failure(connector.source, "", DISCOVER_FAILED, _describe(exc))
+            failure = Failure(connector.source, "", DISCOVER_FAILED, one_line(exc))
             log.warning("%s", failure.describe())
             scan.failures.append(failure)
             paths = []
@@ -177,11 +185,9 @@ def scan_changes(
             scan.failures.append(Failure(connector.source, issue.path, issue.reason, issue.detail))
         for path in paths:
             scan.files_seen += 1
-            try:
-                st = path.stat()
-            except OSError:
+            state = file_state(connector, path)
+            if state is None:
                 continue  # vanished since it was listed
-            state = (st.st_size, st.st_mtime_ns)
             key = path_text(str(path))[0]
             stored = captured.get(key)
             if stored == state:
@@ -205,17 +211,15 @@ def scan_changes(
             try:
                 renamed, names_ns = connector.renamed_since(since)
             except Exception as exc:
-                failure = Failure(connector.source, "", NAMES_FAILED, _describe(exc))
+                failure = Failure(connector.source, "", NAMES_FAILED, one_line(exc))
                 log.warning("%s", failure.describe())
                 scan.failures.append(failure)
                 continue
             scan.names_ns[connector.source] = max(since, names_ns)
             for path in sorted(renamed):
-                try:
-                    st = path.stat()
-                except OSError:
+                state = file_state(connector, path)
+                if state is None:
                     continue
-                state = (st.st_size, st.st_mtime_ns)
                 key = path_text(str(path))[0]
                 days = days_of(connector, path, key, state)
                 if days is not None:
@@ -366,13 +370,13 @@ def changed_since(connectors: Iterable[Connector], since_ns: int) -> tuple[set[d
         try:
             paths = connector.discover()
         except Exception as exc:
-            log.warning("%s could not list its files: %s", connector.source, _describe(exc))
+            log.warning("%s could not list its files: %s", connector.source, one_line(exc))
             paths = []
         for path in paths:
-            try:
-                mtime = path.stat().st_mtime_ns
-            except OSError:
+            state = file_state(connector, path)
+            if state is None:
                 continue
+            mtime = state[1]
             if mtime <= since_ns:
                 continue
             newest = max(newest, mtime)
@@ -381,7 +385,7 @@ def changed_since(connectors: Iterable[Connector], since_ns: int) -> tuple[set[d
             try:
                 renamed, names_mtime = connector.renamed_since(since_ns)
             except Exception as exc:
-                log.warning("%s cannot read task names: %s", connector.source, _describe(exc))
+                log.warning("%s cannot read task names: %s", connector.source, one_line(exc))
                 continue
             newest = max(newest, names_mtime)
             for path in renamed:
@@ -418,14 +422,9 @@ def _safe_days(connector: Connector, path: Path) -> set[date]:
             "%s could not read the task days of %s: %s",
             connector.source,
             path_text(str(path))[0],
-            _describe(exc),
+            one_line(exc),
         )
         return set()
-
-
-def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}"[:500]
 
 
 def _now_ns() -> int:

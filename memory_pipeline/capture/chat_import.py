@@ -101,6 +101,7 @@ from memory_pipeline.capture.models import (
     ParseResult,
     TaskTitle,
 )
+from memory_pipeline.capture.protocol import ConnectorOptions
 
 ROLES = ("user", "assistant", "human")
 OWNERSHIP_REASON = "chat_import:user-import"
@@ -622,3 +623,8 @@ def _timestamp(value: Any) -> datetime:
         return parsed.astimezone(UTC)
     except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
         raise _LineError("bad_timestamp", f"outside the range of UTC time: {value!r}") from None
+
+
+def build(roots: list[Path], options: ConnectorOptions) -> ChatImportConnector:
+    """The registry's factory (memory_pipeline/models/sources.py): one MEMORY_IMPORT_DIR."""
+    return ChatImportConnector(roots[0], quiet_after=options.quiet_after)

@@ -7,6 +7,7 @@ from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.db.definitions import memory_database
 from memory_pipeline.jobs import INGEST_JOB, ingest_days_in_flight, request_days, work_key
+from memory_pipeline.models.sources import SOURCES
 from memory_pipeline.partitions import daily, single_run
 from memory_pipeline.resources import DatabaseResource, SourcesResource
 from memory_pipeline.tuning import TRANSCRIPT_SENSOR_INTERVAL_S
@@ -16,10 +17,9 @@ agent_transcripts = dg.AssetSpec(
     group_name="capture",
     kinds={"file"},
     description=(
-        "The user's own agent sessions on disk, read in place: Codex CLI rollouts "
-        "($CODEX_HOME/sessions, archived_sessions), Claude Code transcripts "
-        "($CLAUDE_CONFIG_DIR/projects) and chat exports dropped into MEMORY_IMPORT_DIR. "
-        "Falls back to the bundled demo corpus when none exist."
+        "The user's own agent sessions on disk, read in place: "
+        + ", ".join(s.reads or s.display for s in SOURCES)
+        + ". Falls back to the bundled demo corpus when none exist."
     ),
 )
 

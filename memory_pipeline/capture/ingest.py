@@ -22,7 +22,6 @@ database connection stops the run: then nothing could be recorded, and the run's
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
@@ -31,7 +30,8 @@ import psycopg
 
 from memory_pipeline.capture.files import skipped_files
 from memory_pipeline.capture.jsonl import JsonlRead
-from memory_pipeline.capture.models import Connector, ParsedTask, ParseIssue, ParseResult
+from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult
+from memory_pipeline.capture.protocol import Connector, FileState, file_state, one_line
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.capture.store import (
     clear_store_failure,
@@ -53,18 +53,17 @@ def file_days(
     connector: Connector,
     path: Path,
     report: CaptureReport | None = None,
-) -> tuple[set[date], os.stat_result | None]:
-    """The task start days of a file (cached unless the file changed), and its stat."""
-    try:
-        st = path.stat()
-    except OSError:
+) -> tuple[set[date], FileState | None]:
+    """The task start days of a file (cached unless the file changed), and its version."""
+    state = file_state(connector, path)
+    if state is None:
         return set(), None
     key = path_text(str(path))[0]
     row = conn.execute(
         "SELECT size, mtime_ns, task_days FROM source_files WHERE path = %s", [key]
     ).fetchone()
-    if row and row[0] == st.st_size and row[1] == st.st_mtime_ns:
-        return set(row[2]), st
+    if row and (row[0], row[1]) == state:
+        return set(row[2]), state
     days = connector.task_days(path)
     if not days:  # no task: a file of bad lines is recorded once per version (unreadable.py)
         issue = no_task_issue(connector, path)
@@ -74,9 +73,9 @@ def file_days(
         "INSERT INTO source_files (path, source, size, mtime_ns, task_days)"
         " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE SET size = EXCLUDED.size,"
         " mtime_ns = EXCLUDED.mtime_ns, task_days = EXCLUDED.task_days, scanned_at = now()",
-        [key, connector.source, st.st_size, st.st_mtime_ns, sorted(days)],
+        [key, connector.source, *state, sorted(days)],
     )
-    return days, st
+    return days, state
 
 
 def capture_window(
@@ -90,35 +89,51 @@ def capture_window(
     CaptureRules.from_settings()  # a bad MEMORY_EXCLUDE / MEMORY_PRIVATE rule stops the run here
     report = CaptureReport()
     for connector in connectors:
+        before = report.source_counts()
         try:
-            paths = connector.discover()
-        except Exception as exc:
-            _failed(conn, connector.source, "", "discover_failed", exc, report)
-            continue
-        with conn.transaction():  # special files, never opened (files.py): the same row each run
-            for issue in unrecorded_file_issues(conn, connector.source, skipped_files(connector)):
-                record_file_issue(conn, connector.source, issue, report)
-        for path in paths:
-            report.files_seen += 1
-            try:
-                with conn.transaction():
-                    days, st = file_days(conn, connector, path, report)
-            except Exception as exc:
-                _failed(conn, connector.source, str(path), "task_days_failed", exc, report)
-                continue
-            if st is None or not any(start <= d < end for d in days):
-                continue
-            result = _parse(connector, path)
-            report.files_parsed += 1
-            try:
-                file_report = _store_file(conn, connector, path, result, days, st, start, end)
-            except Exception as exc:
-                _failed(conn, connector.source, str(path), "store_failed", exc, report)
-                continue
-            report.merge(file_report)
-            if progress and report.files_parsed % 25 == 0:
-                progress(f"{connector.source}: {report.files_parsed} files parsed")
+            _capture_connector(conn, connector, start, end, report, progress)
+        finally:
+            report.count_source(connector.source, before)
     return report
+
+
+def _capture_connector(
+    conn: psycopg.Connection,
+    connector: Connector,
+    start: date,
+    end: date,
+    report: CaptureReport,
+    progress: Callable[[str], None] | None,
+) -> None:
+    """One connector's files of the window, counted into `report`."""
+    try:
+        paths = connector.discover()
+    except Exception as exc:
+        _failed(conn, connector.source, "", "discover_failed", exc, report)
+        return
+    with conn.transaction():  # special files, never opened (files.py): the same row each run
+        for issue in unrecorded_file_issues(conn, connector.source, skipped_files(connector)):
+            record_file_issue(conn, connector.source, issue, report)
+    for path in paths:
+        report.files_seen += 1
+        try:
+            with conn.transaction():
+                days, st = file_days(conn, connector, path, report)
+        except Exception as exc:
+            _failed(conn, connector.source, str(path), "task_days_failed", exc, report)
+            continue
+        if st is None or not any(start <= d < end for d in days):
+            continue
+        result = _parse(connector, path)
+        report.files_parsed += 1
+        try:
+            file_report = _store_file(conn, connector, path, result, days, st, start, end)
+        except Exception as exc:
+            _failed(conn, connector.source, str(path), "store_failed", exc, report)
+            continue
+        report.merge(file_report)
+        if progress and report.files_parsed % 25 == 0:
+            progress(f"{connector.source}: {report.files_parsed} files parsed")
 
 
 def _store_file(
@@ -127,7 +142,7 @@ def _store_file(
     path: Path,
     result: ParseResult | _Streamed,
     days: set[date],
-    st: os.stat_result,
+    st: FileState,
     start: date,
     end: date,
 ) -> CaptureReport:
@@ -148,7 +163,7 @@ def _store_file(
             conn.execute(
                 "UPDATE source_files SET captured_size = %s, captured_mtime_ns = %s"
                 " WHERE path = %s",
-                [st.st_size, st.st_mtime_ns, path_text(str(path))[0]],
+                [*st, path_text(str(path))[0]],
             )
     return report
 
@@ -171,7 +186,7 @@ def _store_task(conn: psycopg.Connection, task: ParsedTask, report: CaptureRepor
     except Exception as exc:
         _reraise_if_disconnected(conn)
         log.warning("storing %s task %r failed: %s", task.source, task.native_id[:80], exc)
-        record_store_failure(conn, task, _one_line(exc))
+        record_store_failure(conn, task, one_line(exc))
         report.tasks_seen += 1
         report.count_skip(task.source, task.native_id[:80], "store_failed")
         return False
@@ -189,8 +204,8 @@ def _failed(
 ) -> None:
     """Record a file or connector whose processing failed as a whole; the run goes on."""
     _reraise_if_disconnected(conn)
-    log.warning("%s %s: %s: %s", source, path or "(connector)", reason, _one_line(exc))
-    issue = ParseIssue(path=path, reason=reason, detail=_one_line(exc))
+    log.warning("%s %s: %s: %s", source, path or "(connector)", reason, one_line(exc))
+    issue = ParseIssue(path=path, reason=reason, detail=one_line(exc))
     with conn.transaction():
         record_file_issue(conn, source, issue, report)
 
@@ -199,11 +214,6 @@ def _reraise_if_disconnected(conn: psycopg.Connection) -> None:
     """A lost connection is not bad input: stop the run (its retry resumes where it stopped)."""
     if conn.closed or conn.broken:
         raise
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}"[:500]
 
 
 class _Streamed:
@@ -221,7 +231,7 @@ class _Streamed:
             yield from self._connector.stream(self._path, self.read)  # type: ignore[attr-defined]
         except Exception as exc:  # a connector bug: the tasks so far stay, the rest is recorded
             log.exception("connector %s failed on %s", self._connector.source, self._path)
-            self.read.issue("parser_error", _one_line(exc))
+            self.read.issue("parser_error", one_line(exc))
 
 
 def _parse(connector: Connector, path: Path) -> ParseResult | _Streamed:
@@ -233,5 +243,5 @@ def _parse(connector: Connector, path: Path) -> ParseResult | _Streamed:
         return connector.parse(path)
     except Exception as exc:
         log.exception("connector %s failed on %s", connector.source, path)
-        issue = ParseIssue(path=str(path), reason="parser_error", detail=_one_line(exc))
+        issue = ParseIssue(path=str(path), reason="parser_error", detail=one_line(exc))
         return ParseResult(issues=[issue])

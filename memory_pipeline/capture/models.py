@@ -2,18 +2,22 @@
 
 Connectors only parse: they read native files and return these models. They never touch the
 database, redact, or hash; the capture store does that once for every source, so the rules for
-monotonic append, drift and privacy live in one place.
+monotonic append, drift and privacy live in one place. The protocol connectors implement is in
+`capture/protocol.py`; the sources are registered in `memory_pipeline/models/sources.py`.
 """
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Source = Literal["codex", "claude_code", "chat_import", "cursor"]
+from memory_pipeline.models.sources import SOURCE_NAMES
+
+# Every registered source name (memory_pipeline/models/sources.py), as a Literal so pydantic
+# refuses any other and the MCP schema lists them.
+Source = Literal[SOURCE_NAMES]  # type: ignore[valid-type]
 Ownership = Literal["user_owned", "delegated", "unknown"]
 
 
@@ -97,31 +101,3 @@ class ParseIssue(BaseModel):
 class ParseResult(BaseModel):
     tasks: list[ParsedTask] = Field(default_factory=list)
     issues: list[ParseIssue] = Field(default_factory=list)
-
-
-@runtime_checkable
-class NamesOutsideTranscripts(Protocol):
-    """A connector whose task names live outside the transcript files (Codex's session index):
-    a rename changes no transcript's mtime, so change detection asks it separately."""
-
-    def renamed_since(self, since_ns: int) -> tuple[set[Path], int]:
-        """Files of tasks renamed after `since_ns` (epoch ns), and the newest mtime involved."""
-        ...
-
-
-class Connector(Protocol):
-    """A source of agent tasks. One module per integration implements it."""
-
-    source: Source
-
-    def discover(self) -> list[Path]:
-        """Every file under this connector's configured roots that it owns, sorted."""
-        ...
-
-    def task_days(self, path: Path) -> set[date]:
-        """Cheap peek: the UTC start day of each task in the file (no full parse if avoidable)."""
-        ...
-
-    def parse(self, path: Path) -> ParseResult:
-        """Stream the file (never load it whole) and return its tasks and skipped parts."""
-        ...

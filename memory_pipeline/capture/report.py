@@ -35,6 +35,28 @@ class CaptureReport(BaseModel):
     unstorable_chars_replaced: int = 0
     unanswered_turns: int = 0  # chat-import prompts stored unanswered after the quiet period
     answers_to_unanswered: int = 0  # turns appended that answer a stored unanswered turn
+    # Per source (every connector of the run, even one that found nothing): the counts of
+    # BY_SOURCE_COUNTS for that connector's files.
+    by_source: dict[str, dict[str, int]] = Field(default_factory=dict)
+
+    def source_counts(self) -> dict[str, int]:
+        """The counters `by_source` keeps, as they are now (capture takes the difference)."""
+        return {
+            "files_seen": self.files_seen,
+            "files_parsed": self.files_parsed,
+            "tasks_seen": self.tasks_seen,
+            "tasks_captured": self.tasks_captured,
+            "turns_appended": self.turns_appended,
+            "tasks_skipped": sum(self.skipped_tasks.values()),
+            "file_issues": sum(self.file_issues.values()),
+        }
+
+    def count_source(self, source: str, before: dict[str, int]) -> None:
+        """Add to `by_source[source]` what was counted since `before` (`source_counts()`)."""
+        now = self.source_counts()
+        row = self.by_source.setdefault(source, dict.fromkeys(now, 0))
+        for key, value in now.items():
+            row[key] = row.get(key, 0) + value - before.get(key, 0)
 
     def count_skip(
         self, source: str, native_id: str, reason: str, ownership: str | None = None
@@ -111,6 +133,10 @@ class CaptureReport(BaseModel):
         for reason, n in other.file_issues.items():
             self.file_issues[reason] = self.file_issues.get(reason, 0) + n
         self.redactions.add(other.redactions)
+        for source, counts in other.by_source.items():
+            row = self.by_source.setdefault(source, {})
+            for key, value in counts.items():
+                row[key] = row.get(key, 0) + value
 
     def metadata(self) -> dict[str, int | dict[str, int]]:
         return {
@@ -132,4 +158,5 @@ class CaptureReport(BaseModel):
             "unstorable_chars_replaced": self.unstorable_chars_replaced,
             "unanswered_turns": self.unanswered_turns,
             "answers_to_unanswered": self.answers_to_unanswered,
+            "by_source": {s: dict(c) for s, c in sorted(self.by_source.items())},
         }

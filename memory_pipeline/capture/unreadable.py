@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from memory_pipeline.capture.models import Connector, ParseIssue
+from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.capture.protocol import Connector, one_line
 
 NO_TASK_FOUND = "no_task_found"  # capture_skips reason (kind 'file')
 _MOMENTARY = frozenset({"truncated_line", "changed_while_reading", "empty_file"})
@@ -27,7 +28,7 @@ def no_task_issue(connector: Connector, path: Path) -> ParseIssue | None:
             return None
         result = connector.parse(path)
     except Exception as exc:  # a connector bug: still a file nobody could read
-        return ParseIssue(path=str(path), reason=NO_TASK_FOUND, detail=_one_line(exc))
+        return ParseIssue(path=str(path), reason=NO_TASK_FOUND, detail=one_line(exc))
     if result.tasks:
         return None
     counts = Counter(i.reason for i in result.issues if i.reason not in _MOMENTARY)
@@ -38,8 +39,3 @@ def no_task_issue(connector: Connector, path: Path) -> ParseIssue | None:
     kinds = ", ".join(f"{reason} {n:,}" for reason, n in counts.most_common())
     detail = f"no task could be read; skipped: {kinds}; first: {first.reason}{where}"
     return ParseIssue(path=str(path), reason=NO_TASK_FOUND, detail=detail[:500])
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}"[:500]

@@ -9,6 +9,7 @@ import typer
 
 from memory_pipeline.cli.app import app, say
 from memory_pipeline.errors import UserError
+from memory_pipeline.models.sources import SOURCE_NAMES
 from memory_pipeline.settings import Settings
 
 capture_app = typer.Typer(
@@ -17,7 +18,7 @@ capture_app = typer.Typer(
 )
 app.add_typer(capture_app, name="capture")
 
-SOURCES = ("codex", "claude_code", "chat_import")
+SOURCES = SOURCE_NAMES
 
 
 @capture_app.command("skips")

@@ -15,13 +15,14 @@ import typer
 
 from memory_pipeline.cli.app import app, say
 from memory_pipeline.errors import UserError
+from serving.hooks.agents import NAMES as HOOK_AGENTS
 
 hook_app = typer.Typer(
     help="What the agent's hooks run: print memory context for a session start or a prompt.",
     no_args_is_help=True,
 )
 hooks_app = typer.Typer(
-    help="Install or remove the memory hooks in Claude Code's or Codex's settings.",
+    help=f"Install or remove the memory hooks in an agent's settings ({', '.join(HOOK_AGENTS)}).",
     no_args_is_help=True,
 )
 app.add_typer(hook_app, name="hook")
@@ -66,7 +67,7 @@ def serve(
     main(["--socket", socket] if socket else [])
 
 
-Agent = Annotated[str, typer.Argument(help="claude-code or codex.")]
+Agent = Annotated[str, typer.Argument(help=f"The agent: {', '.join(HOOK_AGENTS)}.")]
 Scope = Annotated[
     str,
     typer.Option(help="user (every project), project (.claude/ or .codex/ here), local."),
@@ -106,8 +107,9 @@ def _run(agent: str, scope: str, dry_run: bool, install: bool) -> None:
     done = inst.apply(change)
     backup = f"; the old file is {done.backup}" if done.backup else ""
     say(f"{path}: hooks {verb}ed{how}{backup}")
-    if install and agent == "codex":
-        say("open /hooks in Codex and trust the two new hooks: Codex skips them until you do")
+    note = inst.after_install(agent) if install else None
+    if note:
+        say(note)
 
 
 @hooks_app.command("install")

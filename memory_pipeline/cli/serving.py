@@ -13,12 +13,14 @@ import typer
 
 from memory_pipeline.cli.app import app
 from memory_pipeline.errors import UserError
+from memory_pipeline.models.sources import SOURCE_NAMES
 from memory_pipeline.settings import DEMO_GOLD, Settings
 
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Memory type (repeatable).")]
 ProjectOpt = Annotated[list[str] | None, typer.Option("--project", help="Project (repeatable).")]
 SourceOpt = Annotated[
-    list[str] | None, typer.Option("--source", help="codex, claude_code, chat_import (repeatable).")
+    list[str] | None,
+    typer.Option("--source", help=f"{', '.join(SOURCE_NAMES)} (repeatable)."),
 ]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable, any of).")]
 SinceOpt = Annotated[datetime | None, typer.Option(help="Only memories created at or after this.")]

@@ -53,11 +53,13 @@ from memory_pipeline.demo.spec import (
     Turn,
     Write,
 )
+from memory_pipeline.models.sources import SOURCES
 
 DEMO_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = DEMO_DIR / "corpus"
 GOLD_PATH = DEMO_DIR / "gold.jsonl"
-OUTPUT_DIRS = ("codex_home", "claude_home", "imports")
+# Every source's demo roots (memory_pipeline/models/sources.py): rebuilt from scratch each time.
+OUTPUT_DIRS = tuple(d for s in SOURCES for d in s.demo)
 
 SESSIONS: tuple[Session, ...] = (
     *logslice.SESSIONS,
@@ -1479,6 +1481,10 @@ def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest
         else:
             render_claude(session, claude_home, manifest, claude_history)
     render_chats(CHATS, out_dir / "imports", manifest)
+    from memory_pipeline.demo.agents import DEMO_AGENTS  # they use this module's helpers
+
+    for agent in DEMO_AGENTS:  # the other agents: one module each (demo/agents/)
+        agent.render(out_dir / agent.HOME, manifest)
     for path, entries in (
         (codex_home / "history.jsonl", codex_history),
         (codex_home / "session_index.jsonl", session_index),

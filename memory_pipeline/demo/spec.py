@@ -133,7 +133,7 @@ class Name:
 @dataclass(frozen=True)
 class Session:
     key: str  # stable spec key; every generated id derives from it
-    tool: Literal["codex", "claude"]
+    tool: str  # "codex", "claude", or the agent of a demo/agents/ module that renders it
     project: Project
     date: str  # "YYYY-MM-DD" local date of the first turn
     turns: tuple[Turn, ...]

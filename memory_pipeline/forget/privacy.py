@@ -17,7 +17,8 @@ changes nothing.
 - `repo:NAME`: the repository the task ran in: the last part of its git remote (`billing` of
   `https://github.com/acme/billing.git`, also `acme/billing`), else the cwd's last directory;
   compared case-insensitively, globs allowed;
-- `source:KIND`: every task of one source (`codex`, `claude_code`, `chat_import`).
+- `source:KIND`: every task of one source (`codex`, `claude_code`, `chat_import`, ...: the
+  names in memory_pipeline/models/sources.py).
 
 A task that moved (a Codex turn_context or Claude Code record with another cwd) reports every
 directory it ran in (`cwds` of its native context): a `cwd:` rule matches any of them, and a
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.models.sources import SOURCE_NAMES
 from memory_pipeline.settings import Settings
 
 PRIVATE_MARKER = "[PRIVATE]"
@@ -48,7 +50,7 @@ PRIVATE_KIND = "private"
 _TAG = re.compile(r"<\s*(/)?\s*private\b[^<>]*>", re.IGNORECASE)
 
 RuleKind = Literal["cwd", "repo", "source"]
-SOURCES = frozenset({"codex", "claude_code", "chat_import"})
+SOURCES = frozenset(SOURCE_NAMES)
 
 
 def strip_private(text: str) -> tuple[str, int]:

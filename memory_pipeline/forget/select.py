@@ -30,8 +30,9 @@ import psycopg
 from pydantic import BaseModel, Field
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.models.sources import SOURCE_NAMES
 
-TASK_SOURCES = ("codex", "claude_code", "chat_import")
+TASK_SOURCES = SOURCE_NAMES
 QUERY_RULE = (
     "case-insensitive; the query's words in that order, any whitespace between them, as whole"
     " words (never inside a longer word); in a memory's title, content, summary, tags, metadata"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from memory_pipeline import tuning
+from memory_pipeline.models.sources import SOURCES
 from memory_pipeline.semantic.text import normalize_ws, trim_words
 
 MemClass = str  # "semantic" | "episodic" | "procedural"
@@ -72,11 +73,7 @@ _SPECIFICITY = {
     ),
 }
 
-_SOURCE_LABELS = {
-    "codex": "Codex CLI",
-    "claude_code": "Claude Code",
-    "chat_import": "imported chat",
-}
+_SOURCE_LABELS = {s.name: s.described for s in SOURCES}
 
 
 def _normalize_type(memory_type: str) -> str:

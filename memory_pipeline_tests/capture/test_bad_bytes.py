@@ -39,8 +39,8 @@ HUGE_ID = "".join(random.Random(7).choices(string.ascii_letters + string.digits,
 
 
 def _copy_codex(home: Path, uuid_part: str, transform=None) -> Path:  # type: ignore[no-untyped-def]
-    (src,) = DEMO.codex_home.glob(f"sessions/**/rollout-*{uuid_part}*.jsonl")
-    dest = home / src.relative_to(DEMO.codex_home)
+    (src,) = DEMO.home("codex").glob(f"sessions/**/rollout-*{uuid_part}*.jsonl")
+    dest = home / src.relative_to(DEMO.home("codex"))
     dest.parent.mkdir(parents=True, exist_ok=True)
     data = src.read_bytes()
     dest.write_bytes(transform(data) if transform else data)
@@ -68,7 +68,7 @@ def bad_sources(tmp_path: Path) -> SourcesResource:
     claude = tmp_path / "claude"
     dest = claude / "projects" / CLAUDE_SESSION
     dest.parent.mkdir(parents=True)
-    original = (DEMO.claude_home / "projects" / CLAUDE_SESSION).read_bytes()
+    original = (DEMO.home("claude_code") / "projects" / CLAUDE_SESSION).read_bytes()
     dest.write_bytes(DEEP + original.replace(b"we need rate", b"we need\\ud800 rate", 1))
     imports = tmp_path / "imports"
     imports.mkdir()
@@ -83,7 +83,7 @@ def bad_sources(tmp_path: Path) -> SourcesResource:
         + _chat("c2", "and the \ud800 retention?", "2026-09-23T21:00:00Z", "user")
         + _chat("c2", "Keep 7 daily backups.", "2026-09-23T21:00:05Z", "assistant")
     )
-    return SourcesResource(
+    return SourcesResource.of(
         codex_home=str(codex), claude_home=str(claude), import_dir=str(imports), kind="real"
     )
 
@@ -93,9 +93,9 @@ def test_planning_a_run_never_raises_on_bad_bytes(tmp_path, monkeypatch) -> None
     it exited with a traceback (OverflowError, RecursionError) on the files above."""
     src = bad_sources(tmp_path)
     monkeypatch.setenv("MEMORY_SOURCES", "real")
-    monkeypatch.setenv("CODEX_HOME", src.codex_home)
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", src.claude_home)
-    monkeypatch.setenv("MEMORY_IMPORT_DIR", src.import_dir)
+    monkeypatch.setenv("CODEX_HOME", src.home("codex"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", src.home("claude_code"))
+    monkeypatch.setenv("MEMORY_IMPORT_DIR", src.home("chat_import"))
     days, _ = changed_since(src.connectors(), since_ns=0)
     assert days == {date(2026, 9, d) for d in (21, 22, 23, 24)}
     plan = _plan(Settings.from_env())
@@ -201,9 +201,9 @@ def test_a_nul_in_one_codex_prompt_stops_no_other_file_or_source(conn, tmp_path)
         _chat("c1", "pg_dump or pgBackRest?", "2026-09-23T19:02:11Z", "user")
         + _chat("c1", "pgBackRest.", "2026-09-23T19:02:30Z", "assistant")
     )
-    src = SourcesResource(
+    src = SourcesResource.of(
         codex_home=str(codex),
-        claude_home=str(DEMO.claude_home),
+        claude_home=str(DEMO.home("claude_code")),
         import_dir=str(imports),
         kind="real",
     )

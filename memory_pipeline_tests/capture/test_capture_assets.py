@@ -18,7 +18,7 @@ from memory_pipeline.capture.sources import demo_roots
 from memory_pipeline.jobs import RANGE_END_TAG, RANGE_START_TAG
 from memory_pipeline.resources import DatabaseResource, SourcesResource
 
-DEMO_CODEX = demo_roots().codex_home
+DEMO_CODEX = demo_roots().home("codex")
 RENAMED = "01a0d354-3d86-72f0-bc4b-5657df927ed1"  # "perf spike" -> "logslice: reader performance"
 
 
@@ -40,7 +40,7 @@ def codex_home(tmp_path: Path, *uuid_parts: str, lines: int | None = None) -> Pa
 
 
 def sources(home: Path, tmp_path: Path) -> SourcesResource:
-    return SourcesResource(
+    return SourcesResource.of(
         codex_home=str(home),
         claude_home=str(tmp_path / "none"),
         import_dir=str(tmp_path / "none"),

@@ -231,9 +231,9 @@ def test_two_chat_files_with_one_task_id_are_kept_apart_and_recorded(
 def test_a_codex_rollout_in_sessions_and_archived_sessions_is_one_task_and_a_recorded_conflict(
     conn: psycopg.Connection, tmp_path: Path
 ) -> None:
-    (src,) = DEMO.codex_home.glob("sessions/**/rollout-*01a0d21f*.jsonl")
+    (src,) = DEMO.home("codex").glob("sessions/**/rollout-*01a0d21f*.jsonl")
     home = tmp_path / "codex"
-    live = home / src.relative_to(DEMO.codex_home)
+    live = home / src.relative_to(DEMO.home("codex"))
     live.parent.mkdir(parents=True)
     shutil.copyfile(src, live)
     archived = home / "archived_sessions" / src.name
@@ -262,8 +262,8 @@ def test_a_codex_rollout_in_sessions_and_archived_sessions_is_one_task_and_a_rec
 def _moved_rollout(home: Path, moved_to: str) -> Path:
     """The demo rollout 01a0d21f (cwd /home/mara/work/ledgerline) whose second turn's
     turn_context moves to `moved_to`."""
-    (src,) = DEMO.codex_home.glob("sessions/**/rollout-*01a0d21f*.jsonl")
-    dest = home / src.relative_to(DEMO.codex_home)
+    (src,) = DEMO.home("codex").glob("sessions/**/rollout-*01a0d21f*.jsonl")
+    dest = home / src.relative_to(DEMO.home("codex"))
     dest.parent.mkdir(parents=True, exist_ok=True)
     out, contexts = [], 0
     for line in src.read_bytes().splitlines():
@@ -293,7 +293,7 @@ def test_a_claude_code_session_that_moves_cwd_is_excluded_by_the_later_cwd(
     conn: psycopg.Connection, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     name = "-home-mara-work-ledgerline/dc2e432c-a299-4865-9a0d-41d4de54ec11.jsonl"
-    src = DEMO.claude_home / "projects" / name
+    src = DEMO.home("claude_code") / "projects" / name
     dest = tmp_path / "claude" / "projects" / name
     dest.parent.mkdir(parents=True)
     lines = src.read_bytes().splitlines()
@@ -408,10 +408,10 @@ def test_a_task_that_moves_into_an_excluded_cwd_later_stops_capturing_and_is_rec
 ) -> None:
     """Turns stored before the move stay (stored turns never change); nothing more is stored."""
     monkeypatch.setenv("MEMORY_EXCLUDE", "cwd:/home/mara/clients/*")
-    (src,) = DEMO.codex_home.glob("sessions/**/rollout-*01a0d21f*.jsonl")
+    (src,) = DEMO.home("codex").glob("sessions/**/rollout-*01a0d21f*.jsonl")
     lines = src.read_bytes().splitlines()
     second = next(i for i, line in enumerate(lines) if i > 1 and b'"type":"task_started"' in line)
-    dest = tmp_path / "codex" / src.relative_to(DEMO.codex_home)
+    dest = tmp_path / "codex" / src.relative_to(DEMO.home("codex"))
     dest.parent.mkdir(parents=True)
     dest.write_bytes(b"\n".join(lines[:second]) + b"\n")  # the first turn, in ledgerline
     capture_window(conn, _roots(tmp_path).connectors(), *ALL)
@@ -444,7 +444,7 @@ def test_a_claude_code_line_cut_inside_a_character_never_joins_two_turns(tmp_pat
     from memory_pipeline_tests.support.own_turns import own_turn_violations
 
     name = "-home-mara-work-ledgerline/dc2e432c-a299-4865-9a0d-41d4de54ec11.jsonl"
-    lines = (DEMO.claude_home / "projects" / name).read_bytes().splitlines()
+    lines = (DEMO.home("claude_code") / "projects" / name).read_bytes().splitlines()
     later = datetime(2099, 1, 1, tzinfo=UTC)
 
     def parse(data: list[bytes], home: Path):  # type: ignore[no-untyped-def]

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.capture.chat_import import ChatImportConnector
-from memory_pipeline.capture.claude_code import ClaudeCodeConnector
-from memory_pipeline.capture.codex import CodexConnector
 from memory_pipeline.capture.models import ParsedTask, ParseIssue
+from memory_pipeline.capture.sources import demo_roots
 from memory_pipeline.demo import build_corpus
 from memory_pipeline.demo.conversations.homelab import (
     FAKE_AWS_ACCESS_KEY_ID,
@@ -42,11 +40,8 @@ def manifest(generated) -> build_corpus.Manifest:
 
 
 def _connectors():
-    return [
-        CodexConnector(CORPUS / "codex_home"),
-        ClaudeCodeConnector(CORPUS / "claude_home"),
-        ChatImportConnector(CORPUS / "imports"),
-    ]
+    """Every registered source's connector on its demo roots (models/sources.py)."""
+    return demo_roots().connectors()
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,7 @@ def test_a_run_that_skips_for_ownership_says_so_in_one_line(conn, tmp_path) -> N
 
 def test_the_skip_line_is_in_the_asset_metadata_the_ui_shows(db_url, tmp_path) -> None:  # type: ignore[no-untyped-def]
     home = _home(tmp_path)
-    src = SourcesResource(
+    src = SourcesResource.of(
         codex_home=str(tmp_path / "none"),
         claude_home=str(home),
         import_dir=str(tmp_path / "none"),

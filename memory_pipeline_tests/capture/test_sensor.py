@@ -41,7 +41,7 @@ DAY_21, DAY_24, DAY_30 = date(2026, 9, 21), date(2026, 9, 24), date(2026, 9, 30)
 LATER_THREAD = "01a0f3af"  # a demo rollout that started on 2026-09-30
 MOVED_THREAD = "01a13b6c"  # and one that started on 2026-10-14
 PASS = ("semantic_memories", "memory_embeddings", "memory_relationships")
-DEMO_CODEX = demo_roots().codex_home
+DEMO_CODEX = demo_roots().home("codex")
 SPACE = "local:all-minilm-l6-v2:384"
 
 
@@ -371,7 +371,7 @@ def test_the_semantic_pass_sensor_requests_quiet_pending_days_once(
     write_chat(imports / "old.jsonl", "old-chat", datetime(2026, 9, 10, 9, tzinfo=UTC))
     write_chat(imports / "done.jsonl", "done-chat", datetime(2026, 9, 12, 9, tzinfo=UTC))
     write_chat(imports / "live.jsonl", "live-chat", now - timedelta(minutes=10))
-    src = SourcesResource(
+    src = SourcesResource.of(
         codex_home=str(tmp_path / "none"),
         claude_home=str(tmp_path / "none"),
         import_dir=str(imports),

@@ -48,7 +48,7 @@ def chat(path: Path, task_id: str, turns: list[tuple[str, str]], start: datetime
 
 
 def src(tmp_path: Path, codex: Path | None = None) -> SourcesResource:
-    return SourcesResource(
+    return SourcesResource.of(
         codex_home=str(codex or tmp_path / "no-codex"),
         claude_home=str(tmp_path / "no-claude"),
         import_dir=str(tmp_path / "imports"),

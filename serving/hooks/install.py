@@ -1,18 +1,10 @@
 """`memory-pipeline hooks install|uninstall`: merge our hook entries into an agent's hook file.
 
-Both agents read the same structure, event -> matcher groups -> handlers:
+Every agent we support reads the same structure, event -> matcher groups -> handlers:
 `{"hooks": {"SessionStart": [{"matcher": "...", "hooks": [{"type": "command", "command": "...",
-"timeout": 10}]}], "UserPromptSubmit": [{"hooks": [...]}]}}`.
-
-- Claude Code (https://code.claude.com/docs/en/hooks, "Configuration"; settings files in
-  https://code.claude.com/docs/en/settings): `~/.claude/settings.json` (user, under
-  CLAUDE_CONFIG_DIR), `.claude/settings.json` (project), `.claude/settings.local.json` (local).
-  SessionStart's matcher is the start source (`startup|resume|clear|compact`); UserPromptSubmit
-  takes no matcher. `timeout` is in seconds.
-- Codex (https://developers.openai.com/codex/hooks.md, "Where Codex looks for hooks"):
-  `~/.codex/hooks.json` (user, under CODEX_HOME) or `<repo>/.codex/hooks.json` (project), the
-  same JSON; hooks are on by default (older versions need `[features] codex_hooks = true` in
-  config.toml) and a new command hook runs only once trusted in Codex's `/hooks`.
+"timeout": 10}]}], "UserPromptSubmit": [{"hooks": [...]}]}}`. Where each agent keeps the file
+per scope, its event names and its matcher groups are its module in `serving/hooks/agents/`
+(registered in `agents.AGENTS`); this module merges, plans and writes for all of them.
 
 Install keeps everything else in the file, backs the old file up beside it, adds nothing that is
 already there (idempotent), and writes atomically. Uninstall removes exactly the handlers whose
@@ -36,17 +28,18 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.settings import Settings
+from serving.hooks import agents
 
-AGENTS = ("claude-code", "codex")
-SCOPES = ("user", "project", "local")
+AGENTS = agents.NAMES
+SCOPES = ("user", "project", "local")  # every scope some agent has (each says its own)
 # The agent's own kill timeout (seconds): a backstop far above our deadlines, which already
 # make the command print nothing and exit.
 HANDLER_TIMEOUT_S = 10
-SESSION_MATCHERS = {"claude-code": "startup|resume|clear|compact", "codex": "startup|resume|clear"}
 
 
 @dataclass(frozen=True)
@@ -78,18 +71,20 @@ def dump(data: dict[str, Any]) -> bytes:
     return (json.dumps(data, indent=2) + "\n").encode("utf-8")
 
 
+def agent_module(agent: str) -> ModuleType:
+    found = agents.BY_NAME.get(agent)
+    if found is None:
+        raise UserError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
+    return found
+
+
 def hook_file(agent: str, scope: str, settings: Settings, cwd: Path) -> Path:
-    if agent == "claude-code":
-        if scope == "user":
-            return settings.claude_home / "settings.json"
-        return cwd / ".claude" / ("settings.local.json" if scope == "local" else "settings.json")
-    if agent == "codex":
-        if scope == "local":
-            raise UserError("Codex has no local scope; use --scope user or --scope project")
-        return (
-            settings.codex_home / "hooks.json" if scope == "user" else cwd / ".codex" / "hooks.json"
-        )
-    raise UserError(f"unknown agent {agent!r}; use one of: {', '.join(AGENTS)}")
+    return agent_module(agent).hook_file(scope, settings, cwd)  # type: ignore[no-any-return]
+
+
+def after_install(agent: str) -> str | None:
+    """The line to print after installing (Codex: trust the hooks in /hooks), or None."""
+    return agent_module(agent).AFTER_INSTALL  # type: ignore[no-any-return]
 
 
 def hook_command(event_arg: str, executable: str | None = None) -> str:
@@ -112,10 +107,7 @@ def entries(agent: str, executable: str | None = None) -> dict[str, dict[str, An
             "timeout": HANDLER_TIMEOUT_S,
         }
 
-    return {
-        "SessionStart": {"matcher": SESSION_MATCHERS[agent], "hooks": [handler("session-start")]},
-        "UserPromptSubmit": {"hooks": [handler("prompt")]},
-    }
+    return agent_module(agent).entries(handler)  # type: ignore[no-any-return]
 
 
 def _parse(raw: bytes, path: Path) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from memory_pipeline.capture.claude_code.turns import TurnBuild, build_turns, is
 from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult
+from memory_pipeline.capture.protocol import ConnectorOptions
 
 DEFAULT_SETTLE_AFTER = timedelta(minutes=30)
 
@@ -257,3 +258,8 @@ def _context(records: Iterable[Rec], project_key: str | None) -> dict[str, Any]:
     if len(cwds) > 1:  # the session moved: every directory it ran in (MEMORY_EXCLUDE)
         context["cwds"] = list(cwds)
     return context
+
+
+def build(roots: list[Path], options: ConnectorOptions) -> ClaudeCodeConnector:
+    """The registry's factory (memory_pipeline/models/sources.py): one CLAUDE_CONFIG_DIR."""
+    return ClaudeCodeConnector(roots[0])

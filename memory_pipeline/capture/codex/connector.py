@@ -26,6 +26,7 @@ from memory_pipeline.capture.codex.reduce import Reducer, reduce_file
 from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult
+from memory_pipeline.capture.protocol import ConnectorOptions
 
 # File layout (notes §1.1).
 SESSION_DIRS = ("sessions", "archived_sessions")
@@ -231,3 +232,8 @@ class CodexConnector:
 
 def _is_compressed(path: Path) -> bool:
     return path.name.endswith(".jsonl.zst")
+
+
+def build(roots: list[Path], options: ConnectorOptions) -> CodexConnector:
+    """The registry's factory (memory_pipeline/models/sources.py): one CODEX_HOME."""
+    return CodexConnector(roots[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from memory_pipeline import tuning as T
+from memory_pipeline.models.sources import SOURCES
 from memory_pipeline.semantic.offline_rules.features import RuleTurn
 from memory_pipeline.semantic.offline_rules.patterns import (
     GREETING,
@@ -23,7 +24,7 @@ from memory_pipeline.semantic.text import (
     trim_words,
 )
 
-_SOURCE_NAMES = {"codex": "Codex", "claude_code": "Claude Code", "chat_import": "Chat"}
+_SOURCE_NAMES = {s.name: s.title_prefix for s in SOURCES}
 
 
 def segment_title(members: list[RuleTurn], task_title: str | None, source: str = "") -> str:
