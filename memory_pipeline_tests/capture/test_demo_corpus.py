@@ -121,6 +121,7 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("claude_code", "user_owned"): 14,
         ("claude_code", "delegated"): 2,
         ("chat_import", "user_owned"): 3,
+        ("cursor", "user_owned"): 3,
     }
 
 
@@ -155,6 +156,8 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
         "codex:interactive-cli": 16,
         "claude_code:typed-prompt": 14,
         "chat_import:user-import": 3,
+        "cursor:typed-prompt": 2,
+        "cursor:cli-prompt-history": 1,
     }
 
 

@@ -248,3 +248,19 @@ def _inserted_within(mutated: Mutated, first: int, last: int) -> bool:
     if not positions:
         return True
     return any(mutated.origin[i] is None for i in range(positions[0], positions[-1] + 1))
+
+
+# --- the convention of scripts/fuzz_capture.py (`--parser cursor`): both targets in one -----------
+
+FIXTURES: tuple[Path, ...] = (*CURSOR_FIXTURES, *CURSOR_TRANSCRIPT_FIXTURES)
+
+
+def original(path: Path) -> CursorOriginal | TranscriptOriginal:
+    return transcript_original(path) if path.suffix == ".jsonl" else cursor_original(path)
+
+
+def check(mutated: Mutated, original: CursorOriginal | TranscriptOriginal) -> None:
+    if isinstance(original, TranscriptOriginal):
+        check_cursor_transcript(mutated, original)
+    else:
+        check_cursor(mutated, original)

@@ -19,4 +19,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-DEMO_AGENTS: tuple[ModuleType, ...] = ()
+from memory_pipeline.demo.agents import cursor
+
+DEMO_AGENTS: tuple[ModuleType, ...] = (cursor,)

@@ -1,35 +1,34 @@
-"""The demo corpus's Cursor sessions: Mara's Cursor IDE composers and one `cursor-agent` run.
+"""The demo corpus's Cursor sessions: two Cursor IDE composers and one `cursor-agent` run.
 
-    .venv/bin/python -m memory_pipeline.demo.cursor_corpus
+Rendered by `python -m memory_pipeline.demo.build_corpus` (DEMO_AGENTS) into `corpus/cursor/`,
+one root holding both of Cursor's directories (the connector looks for both in every root):
 
-writes, under `memory_pipeline/demo/corpus/`:
+    globalStorage/state.vscdb                  the IDE's global store (composers + bubbles)
+    workspaceStorage/<id>/workspace.json       the folder of each workspace
+    workspaceStorage/<id>/state.vscdb          its composer list
+    projects/<slug>/agent-transcripts/<id>/<id>.jsonl   a cursor-agent transcript
+    chats/<md5 of cwd>/<id>/store.db           its chat store (meta: createdAt, name)
+    prompt_history.json                        the prompts typed in cursor-agent
 
-    cursor_user/globalStorage/state.vscdb            the IDE's global store (composers + bubbles)
-    cursor_user/workspaceStorage/<id>/workspace.json  the folder of each workspace
-    cursor_user/workspaceStorage/<id>/state.vscdb     its composer list
-    cursor_home/projects/<slug>/agent-transcripts/<id>/<id>.jsonl   a cursor-agent transcript
-    cursor_home/chats/<md5 of cwd>/<id>/store.db      its chat store (meta: createdAt, name)
-    cursor_home/prompt_history.json                   the prompts typed in cursor-agent
-
-in the shapes `memory_pipeline/capture/cursor/FORMAT.md` documents (Cursor 2.x stores, WAL off so
-no `-wal` file is committed). Deterministic: ids and times come from the spec below. A SQLite file's
-bytes depend on the SQLite version, so `test_cursor_demo.py` checks the rows, not the bytes.
-Written for this project (Apache-2.0); names and numbers are invented.
+in the shapes `memory_pipeline/capture/cursor/FORMAT.md` documents (Cursor 2.x stores; rollback
+journal, so no `-wal` is committed). Deterministic: ids and times come from the spec below, rows
+are inserted in key order and VACUUMed, and the header's "SQLite version that wrote it" field is
+fixed (`_stamp`), so the bytes do not depend on the SQLite library that built them. Written for
+this project (Apache-2.0); names and numbers are invented.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parent / "corpus"
-USER_DIR, HOME_DIR = "cursor_user", "cursor_home"
+HOME = "cursor"  # corpus/cursor, the `demo` of Cursor's entry in models/sources.py
+PROJECTS = {"/home/mara/src/meterflow": "meterflow", "/home/mara/homelab": "homelab"}
 DDL = (
     "CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)",
     "CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)",
@@ -61,22 +60,6 @@ COMPOSERS: tuple[tuple[str, str, str | None, str, str, list[tuple[str, list[str]
                 "Yes: that day has 23 local hours. Grouping by UTC day handles both; I added"
                 " `test_spring_forward_day_has_23_local_hours`.",
             ),
-        ],
-    ),
-    (
-        "meterflow-polars-lazy",
-        "/home/mara/src/meterflow",
-        None,
-        "chat",
-        "2026-10-14T13:05:00",
-        [
-            (
-                "Should the GridPulse import use polars scan_csv or read_csv? The files are 2 GB.",
-                [],
-                "Use `scan_csv`: it is lazy, so filtering to the meter ids you need and selecting"
-                " four columns happens before the data is read, and peak memory stays near the"
-                " size of the result instead of the 2 GB file. `read_csv` loads everything first.",
-            )
         ],
     ),
     (
@@ -183,6 +166,7 @@ def _write_db(path: Path, rows: dict[str, dict[str, Any]]) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
+    _stamp(path)
 
 
 def _composer(spec: tuple) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -281,19 +265,44 @@ def _slug(path: str) -> str:
     return "-".join(p for p in "".join(c if c.isalnum() else "-" for c in path).split("-") if p)
 
 
-def build(out: Path = CORPUS) -> list[Path]:
-    written: list[Path] = []
+def _stamp(path: Path) -> None:
+    """Fix the header field naming the SQLite version that last wrote the file (offset 96) and
+    its "version-valid-for" counter (92, set equal to the change counter at 24, which SQLite
+    requires for it to trust the in-header page count): a library upgrade changes no byte."""
+    data = bytearray(path.read_bytes())
+    data[92:96] = data[24:28]
+    data[96:100] = (3_040_001).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+
+
+def render(home: Path, manifest: Any) -> None:
+    """Write Cursor's files under `home` and record each task in `manifest` (build_corpus)."""
+    from memory_pipeline.demo.build_corpus import TaskInfo
+
     kv: dict[str, Any] = {}
     workspaces: dict[str, list[dict[str, Any]]] = {}
     for spec in COMPOSERS:
-        _cid, rows, entry = _composer(spec)
+        cid, rows, entry = _composer(spec)
         kv.update(rows)
         workspaces.setdefault(spec[1], []).append(entry)
-    user = out / USER_DIR
-    _write_db(user / "globalStorage" / "state.vscdb", {"cursorDiskKV": kv, "ItemTable": {}})
-    written.append(user / "globalStorage" / "state.vscdb")
+        day = datetime.fromisoformat(spec[4]).date().isoformat()
+        manifest.tasks.append(
+            TaskInfo(
+                source="cursor",
+                native_id=cid,
+                spec_key=f"cursor-{spec[0]}",
+                project=PROJECTS[spec[1]],
+                ownership="user_owned",
+                complete_turns=len(spec[5]),
+                days=(day,),
+                title=spec[2],
+                path=str(home / "globalStorage" / "state.vscdb"),
+            )
+        )
+    written = [home / "globalStorage" / "state.vscdb"]
+    _write_db(written[0], {"cursorDiskKV": kv, "ItemTable": {}})
     for folder, entries in sorted(workspaces.items()):
-        ws = user / "workspaceStorage" / hashlib.md5(folder.encode()).hexdigest()
+        ws = home / "workspaceStorage" / hashlib.md5(folder.encode()).hexdigest()
         ws.mkdir(parents=True, exist_ok=True)
         (ws / "workspace.json").write_text(json.dumps({"folder": f"file://{folder}"}) + "\n")
         listed = {
@@ -305,7 +314,6 @@ def build(out: Path = CORPUS) -> list[Path]:
             ws / "state.vscdb", {"ItemTable": {"composer.composerData": listed}, "cursorDiskKV": {}}
         )
         written += [ws / "workspace.json", ws / "state.vscdb"]
-    home = out / HOME_DIR
     typed: list[str] = []
     for key, cwd, name, start, turns in TRANSCRIPTS:
         chat_id = _id(key)
@@ -347,11 +355,12 @@ def build(out: Path = CORPUS) -> list[Path]:
         written.append(path)
         db = home / "chats" / hashlib.md5(cwd.encode()).hexdigest() / chat_id / "store.db"
         db.parent.mkdir(parents=True, exist_ok=True)
+        when = datetime.fromisoformat(start).replace(tzinfo=UTC)
         meta = {
             "agentId": chat_id,
             "name": name,
             "mode": "default",
-            "createdAt": _ms(datetime.fromisoformat(start).replace(tzinfo=UTC)),
+            "createdAt": _ms(when),
             "lastUsedModel": "auto",
         }
         conn = sqlite3.connect(db)
@@ -360,18 +369,24 @@ def build(out: Path = CORPUS) -> list[Path]:
         conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
         conn.execute("INSERT INTO meta VALUES ('0', ?)", [_dumps(meta).hex()])
         conn.commit()
+        conn.execute("VACUUM")
         conn.close()
+        _stamp(db)
         written.append(db)
-    (home / "prompt_history.json").write_text(json.dumps(list(reversed(typed))) + "\n")
-    written.append(home / "prompt_history.json")
-    return written
-
-
-def main() -> None:
-    for sub in (USER_DIR, HOME_DIR):
-        shutil.rmtree(CORPUS / sub, ignore_errors=True)
-    print(f"wrote {len(build())} files under {CORPUS}")
-
-
-if __name__ == "__main__":
-    main()
+        manifest.tasks.append(
+            TaskInfo(
+                source="cursor",
+                native_id=chat_id,
+                spec_key=f"cursor-{key}",
+                project=PROJECTS[cwd],
+                ownership="user_owned",
+                complete_turns=len(turns),
+                days=(when.date().isoformat(),),
+                title=name,
+                path=str(path),
+            )
+        )
+    history = home / "prompt_history.json"
+    history.write_text(json.dumps(list(reversed(typed))) + "\n")
+    written.append(history)
+    manifest.files += [str(p) for p in written]
