@@ -84,7 +84,7 @@ def _run(agent: str, scope: str, dry_run: bool, install: bool) -> None:
     if scope not in inst.SCOPES:
         raise UserError(f"unknown scope {scope!r}; use one of: {', '.join(inst.SCOPES)}")
     path = inst.hook_file(agent, scope, Settings.from_env(), Path.cwd())
-    change = inst.plan(path, install, inst.entries(agent))
+    change = inst.plan(path, install, inst.entries(agent), inst.agent_module(agent))
     verb = "install" if install else "uninstall"
     if not change.changed:
         say(

@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from memory_pipeline.cli import app
 from memory_pipeline_tests.serving.test_hooks import (  # noqa: F401 (pytest fixtures)
     _log,
     corpus,
@@ -14,6 +18,7 @@ from memory_pipeline_tests.serving.test_hooks import (  # noqa: F401 (pytest fix
     run_hook,
     running,
 )
+from memory_pipeline_tests.serving.test_hooks_install import run_main
 from serving.hooks import payload
 
 # A sessionStart stdin as Cursor 3.17/3.18 writes it (fusengine/harness
@@ -81,3 +86,89 @@ def test_the_cursor_hook_fails_open(hook_home: Path):  # noqa: F811
         assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
         lines = _log(hook_home)[before:]
         assert len(lines) == 1 and expected in lines[0], lines
+
+
+# --- hooks install|uninstall cursor -------------------------------------------------------------
+
+EXISTING = {
+    "version": 1,
+    "hooks": {
+        "beforeShellExecution": [{"command": "./hooks/audit.sh"}],
+        "sessionStart": [{"command": "node ~/.cursor/hooks/rules.mjs"}],
+    },
+}
+
+
+@pytest.fixture
+def cursor_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CURSOR_DATA_DIR", str(tmp_path / "dot-cursor"))
+    monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "mem"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "dot-cursor"
+
+
+def cli(*args: str):
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_install_merges_is_idempotent_and_uninstall_gives_back_the_bytes(cursor_home: Path):
+    path = cursor_home / "hooks.json"
+    path.parent.mkdir()
+    original = json.dumps(EXISTING, indent=4).encode()  # not how we write: must come back as is
+    path.write_bytes(original)
+    cli("hooks", "install", "cursor")
+    data = json.loads(path.read_text())
+    assert data["version"] == 1
+    assert data["hooks"]["beforeShellExecution"] == EXISTING["hooks"]["beforeShellExecution"]
+    theirs, ours = data["hooks"]["sessionStart"]
+    assert theirs == EXISTING["hooks"]["sessionStart"][0]
+    assert set(ours) == {"command"}
+    assert ours["command"].endswith("memory-pipeline hook session-start --agent cursor")
+    assert "beforeSubmitPrompt" not in data["hooks"]  # it cannot add context: nothing there
+    assert len(list(cursor_home.glob("hooks.json.bak-*"))) == 1
+    after_first = path.read_bytes()
+    assert "nothing to install" in cli("hooks", "install", "cursor").output
+    assert path.read_bytes() == after_first
+    cli("hooks", "uninstall", "cursor")
+    assert path.read_bytes() == original
+
+
+def test_install_creates_the_file_and_uninstall_removes_it(cursor_home: Path):
+    path = cursor_home / "hooks.json"
+    cli("hooks", "install", "cursor")
+    assert json.loads(path.read_text())["hooks"]["sessionStart"][0]["command"].endswith(
+        "--agent cursor"
+    )
+    cli("hooks", "uninstall", "cursor")
+    assert not path.exists()
+
+
+def test_uninstall_keeps_what_was_added_after_install(cursor_home: Path):
+    path = cursor_home / "hooks.json"
+    cli("hooks", "install", "cursor")
+    data = json.loads(path.read_text())
+    data["hooks"]["stop"] = [{"command": "./notify.sh"}]
+    path.write_text(json.dumps(data))
+    cli("hooks", "uninstall", "cursor")
+    assert json.loads(path.read_text()) == {
+        "version": 1,
+        "hooks": {"stop": [{"command": "./notify.sh"}]},
+    }
+
+
+def test_project_scope_and_a_wrong_shape(
+    cursor_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+):
+    cli("hooks", "install", "cursor", "--scope", "project")
+    assert (tmp_path / ".cursor" / "hooks.json").exists()
+    path = cursor_home / "hooks.json"
+    path.parent.mkdir(exist_ok=True)
+    text = '{"version": 1, "hooks": {"sessionStart": {"command": "x"}}}'
+    path.write_text(text)
+    code, err = run_main(["hooks", "install", "cursor"], monkeypatch, capsys)
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "hooks.sessionStart is an object, expected a list of handlers" in line
+    assert path.read_text() == text

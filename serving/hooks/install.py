@@ -122,7 +122,9 @@ def _parse(raw: bytes, path: Path) -> dict[str, Any]:
     return data
 
 
-def _read(path: Path, events: list[str]) -> tuple[dict[str, Any] | None, bytes | None]:
+def _read(
+    path: Path, events: list[str], check: Any = None
+) -> tuple[dict[str, Any] | None, bytes | None]:
     """The hook file parsed and as bytes (None, None when it does not exist), its `hooks` and
     the `events` in it checked for the shape both agents read."""
     if not path.exists():
@@ -132,7 +134,7 @@ def _read(path: Path, events: list[str]) -> tuple[dict[str, Any] | None, bytes |
     except OSError as exc:
         raise UserError(f"cannot read {path} ({exc}); fix or move it, then try again") from None
     data = _parse(raw, path)
-    problem = shape_problem(data, events)
+    problem = (check or shape_problem)(data, events)
     if problem:
         where, found, expected = problem
         raise UserError(f"{path}: {where} is {found}, expected {expected}; fix it, then try again")
@@ -181,7 +183,7 @@ def _commands(group: dict[str, Any]) -> list[str]:
     return [h.get("command") for h in group.get("hooks", []) if isinstance(h, dict)]
 
 
-def merged(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def _merged(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """`data` with our groups added where their commands are missing; None if nothing is."""
     out = json.loads(json.dumps(data or {}))
     hooks = out.setdefault("hooks", {})
@@ -195,7 +197,7 @@ def merged(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dict
     return out if added else None
 
 
-def removed(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def _removed(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """`data` without our handlers; None if none is there."""
     if not data or not isinstance(data.get("hooks"), dict):
         return None
@@ -228,8 +230,14 @@ def removed(data: dict[str, Any] | None, ours: dict[str, dict[str, Any]]) -> dic
     return out if gone else None
 
 
-def plan(path: Path, install: bool, ours: dict[str, dict[str, Any]]) -> Change:
-    before, raw = _read(path, list(ours))
+def plan(
+    path: Path, install: bool, ours: dict[str, dict[str, Any]], fmt: ModuleType | None = None
+) -> Change:
+    """What install (or uninstall) changes in `path`. `fmt`: the agent's module when its file
+    has a format of its own (it defines `shape_problem`, `merged`, `removed`: Cursor)."""
+    merged = getattr(fmt, "merged", _merged)
+    removed = getattr(fmt, "removed", _removed)
+    before, raw = _read(path, list(ours), getattr(fmt, "shape_problem", None))
     if install:
         return Change(path, before, merged(before, ours))
     after = removed(before, ours)
@@ -283,3 +291,6 @@ def apply(change: Change) -> Change:
             shutil.copymode(path, tmp)
         os.replace(tmp, path)
     return replace(change, backup=backup)
+
+
+merged, removed = _merged, _removed  # the matcher-group format's (Claude Code, Codex, Gemini CLI)

@@ -14,7 +14,9 @@ A module here says, for `memory-pipeline hooks install|uninstall <NAME>`:
 
 The file format is the one `serving/hooks/install.py` merges: `{"hooks": {event: [{"matcher":
 ..., "hooks": [handler, ...]}]}}`, which Claude Code, Codex (and Gemini CLI) share. A new agent is
-one module and one line in `AGENTS`; the hook client (`serving/hooks/client.py`) and its
+one module and one line in `AGENTS` (an agent with another file format, Cursor's flat
+`{"version": 1, "hooks": {event: [handler]}}`, also defines `shape_problem`, `merged` and
+`removed`, which install.py then uses); the hook client (`serving/hooks/client.py`) and its
 deadlines and relevance threshold are the same for every agent.
 """
 
@@ -22,8 +24,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from serving.hooks.agents import claude_code, codex
+from serving.hooks.agents import claude_code, codex, cursor
 
-AGENTS: tuple[ModuleType, ...] = (claude_code, codex)
+AGENTS: tuple[ModuleType, ...] = (claude_code, codex, cursor)
 BY_NAME: dict[str, ModuleType] = {a.NAME: a for a in AGENTS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)

@@ -4,7 +4,9 @@ Shape (Cursor docs "Hooks"; a real install: rohitg00/agentmemory `plugin/cursor/
 `{"version": 1, "hooks": {"sessionStart": [{"command": "..."}], "beforeSubmitPrompt": [...]}}`,
 each event a flat list of handler objects (no matcher groups, unlike Claude Code and Codex).
 
-We add one `sessionStart` handler: the only Cursor event whose output adds context
+This module is an agent of `serving/hooks/agents/` with its own file format: install.py uses its
+`shape_problem`, `merged` and `removed` instead of the matcher-group ones. We add one
+`sessionStart` handler: the only Cursor event whose output adds context
 (`additional_context`, see payload.py). `beforeSubmitPrompt` can only allow or block a prompt,
 so nothing is installed there: in Cursor, memory for a prompt comes from the MCP server.
 
@@ -15,20 +17,37 @@ whose command is ours (the event list, and `hooks`, only when that leaves them e
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.errors import UserError
+from memory_pipeline.settings import Settings
+
+NAME = "cursor"
+SCOPES = ("user", "project")
+AFTER_INSTALL: str | None = (
+    "Cursor adds memory at session start only (its prompt hook cannot add context); for"
+    " memory on every prompt add the MCP server to ~/.cursor/mcp.json (README: Cursor)"
+)
 EVENT = "sessionStart"
 VERSION = 1
 
 
-def hook_file(scope: str, cursor_home: Path, cwd: Path) -> Path:
-    return cursor_home / "hooks.json" if scope == "user" else cwd / ".cursor" / "hooks.json"
+def hook_file(scope: str, settings: Settings, cwd: Path) -> Path:
+    """`~/.cursor/hooks.json` (CURSOR_DATA_DIR: the last root of the cursor source), or the
+    project's `.cursor/hooks.json`."""
+    if scope == "local":
+        raise UserError("Cursor has no local scope; use --scope user or --scope project")
+    if scope == "user":
+        return settings.source_homes["cursor"][-1] / "hooks.json"
+    return cwd / ".cursor" / "hooks.json"
 
 
-def entries(command: str) -> dict[str, dict[str, Any]]:
-    """Event -> the handler we add."""
-    return {EVENT: {"command": command}}
+def entries(handler: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Event -> the handler we add: Cursor's handler is `{"command": ...}` only, and the
+    command names the agent so the client answers in Cursor's output shape."""
+    return {EVENT: {"command": handler("session-start")["command"] + " --agent cursor"}}
 
 
 def _kind(value: Any) -> str:
