@@ -174,8 +174,16 @@ def test_the_run_metadata_counts_per_source(conn, tmp_path: Path) -> None:  # ty
 @pytest.mark.parametrize("agent", agents.AGENTS, ids=lambda a: a.NAME)
 def test_every_hook_agent_module_says_where_and_what(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     groups = agent.entries(lambda arg: {"type": "command", "command": f"x hook {arg}"})
-    commands = {h["command"] for g in groups.values() for h in g["hooks"]}
-    assert commands == {"x hook session-start", "x hook prompt"}
+    if hasattr(agent, "merged"):  # a format of its own (Cursor): event -> one flat handler
+        commands = {g["command"].split(" --agent")[0] for g in groups.values()}
+        assert commands and commands <= {"x hook session-start", "x hook prompt"}
+        assert (
+            agent.merged(None, groups) is not None
+            and agent.removed(agent.merged(None, groups), groups) is not None
+        )
+    else:
+        commands = {h["command"] for g in groups.values() for h in g["hooks"]}
+        assert commands == {"x hook session-start", "x hook prompt"}
     settings = Settings.from_env()
     for scope in agent.SCOPES:
         assert agent.hook_file(scope, settings, tmp_path).name.endswith(".json")

@@ -45,8 +45,15 @@ class StoreUnavailable(Exception):
 
 
 def state_paths(path: Path) -> list[Path]:
-    """The paths whose stat makes up the store's version: the database and its `-wal`."""
-    return [path, path.with_name(path.name + "-wal")]
+    """The paths whose stat makes up the store's version: the database and its `-wal` when it
+    holds anything. An empty `-wal` is left out: a read-only reader of a WAL database may create
+    one (with its `-shm`) when none exists, and reading must not be a change."""
+    wal = path.with_name(path.name + "-wal")
+    try:
+        holds = wal.stat().st_size > 0
+    except OSError:
+        holds = False
+    return [path, wal] if holds else [path]
 
 
 def _uri(path: Path, immutable: bool) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from memory_pipeline.capture.changes import scan_changes
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.forget.run import forget
 from memory_pipeline.forget.select import Selector
@@ -136,3 +137,23 @@ def test_a_forgotten_cursor_task_never_comes_back(conn: psycopg.Connection, spli
     capture_window(conn, [split_home.connector()], *ALL)
     assert SPLIT_ID not in turns_of(conn)
     assert set(turns_of(conn)) == set(CAPTURED) - {SPLIT_ID}
+
+
+def test_the_sensor_sees_a_write_that_only_reached_the_wal(
+    conn: psycopg.Connection, split_home: CursorHome
+):
+    db = split_home.global_db
+    capture_window(conn, [split_home.connector()], *ALL)
+    # captured as is (a workspace store without tasks has no day: nothing to request)
+    assert [c for c in scan_changes(conn, [split_home.connector()]).changes if c.days] == []
+    main_file = (db.stat().st_size, db.stat().st_mtime_ns)
+    cursor_app = sqlite3.connect(db)  # Cursor keeps the store open while it runs
+    cursor_app.execute("INSERT INTO ItemTable (key, value) VALUES ('probe', '{}')")
+    cursor_app.commit()  # the page goes to state.vscdb-wal; no checkpoint yet
+    try:
+        assert (db.stat().st_size, db.stat().st_mtime_ns) == main_file
+        changes = [c for c in scan_changes(conn, [split_home.connector()]).changes if c.days]
+    finally:
+        cursor_app.close()
+    assert [c.path for c in changes] == [str(db)]
+    assert date(2026, 10, 5) in changes[0].days

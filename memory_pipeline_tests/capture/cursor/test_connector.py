@@ -410,6 +410,15 @@ def _state(connector: CursorConnector, path: Path) -> tuple[int, int]:
     return (sum(s.st_size for s in sts), max(s.st_mtime_ns for s in sts))
 
 
-def test_state_paths_cover_the_wal(split_home: CursorHome):
+def test_state_paths_cover_the_wal_when_it_holds_pages(split_home: CursorHome):
     db = split_home.global_db
-    assert split_home.connector().state_paths(db) == [db, db.with_name("state.vscdb-wal")]
+    connector = split_home.connector()
+    connector.parse(db)  # may leave an empty -wal: reading is not a change
+    assert connector.state_paths(db) == [db]
+    cursor_app = sqlite3.connect(db)  # Cursor keeps its store open: no checkpoint at close
+    cursor_app.execute("INSERT INTO ItemTable (key, value) VALUES ('probe', '{}')")
+    cursor_app.commit()
+    try:
+        assert connector.state_paths(db) == [db, db.with_name("state.vscdb-wal")]
+    finally:
+        cursor_app.close()
