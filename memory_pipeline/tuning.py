@@ -84,6 +84,12 @@ AIDER_SKIP_DIRS = frozenset(
 )
 # A chat history is read up to this many bytes (the rest is recorded as `file_too_large`).
 AIDER_HISTORY_MAX_BYTES = 256 * 1024 * 1024
+# Cursor (capture/cursor/): how long a read of a `state.vscdb` waits for a lock. Cursor keeps it in
+# WAL mode, where a reader never waits; a store in rollback-journal mode whose writer holds the
+# lock longer is read on the next look (`changed_while_reading`), never waited on by the run.
+CURSOR_SQLITE_TIMEOUT_S = 2.0
+# A Cursor agent transcript (`agent-transcripts/*.jsonl`) larger than this is skipped, recorded.
+CURSOR_TRANSCRIPT_MAX_BYTES = 256 * 1024 * 1024
 
 # The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
 # A look over unchanged files costs one stat each and one query. With

@@ -167,6 +167,25 @@ SOURCES: tuple[SourceSpec, ...] = (
         keyword="kiro_ide_dir",
         reads="Kiro IDE chats (globalStorage kiro.kiroagent: workspace-sessions, .chat files)",
     ),
+    SourceSpec(
+        name="cursor",
+        display="Cursor",
+        title_prefix="Cursor",
+        described="Cursor",
+        factory="memory_pipeline.capture.cursor.connector:build",
+        roots=(
+            # The IDE's user directory (Cursor has no variable of its own, only --user-data-dir).
+            Root(
+                "MEMORY_CURSOR_USER_DIR",
+                ("~/.config/Cursor/User", "~/Library/Application Support/Cursor/User"),
+            ),
+            Root("CURSOR_DATA_DIR", ("~/.cursor",)),  # cursor-agent: projects/, chats/
+        ),
+        demo=("cursor",),
+        keyword="cursor_home",
+        reads="Cursor's state.vscdb stores (globalStorage, workspaceStorage) and cursor-agent"
+        " transcripts (~/.cursor/projects/*/agent-transcripts)",
+    ),
 )
 
 # Sources of stored memories that are not captured tasks (the dream cycle's syntheses).

@@ -128,6 +128,7 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("kiro_cli", "user_owned"): 2,
         ("kiro_cli", "delegated"): 1,
         ("kiro_ide", "user_owned"): 2,
+        ("cursor", "user_owned"): 3,
     }
 
 
@@ -172,6 +173,8 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
         "aider:interactive-chat": 1,
         "kiro_cli:typed-prompt": 2,
         "kiro_ide:chat": 2,
+        "cursor:typed-prompt": 2,
+        "cursor:cli-prompt-history": 1,
     }
 
 

@@ -181,8 +181,12 @@ def test_every_hook_agent_module_says_where_and_what(agent, tmp_path: Path) -> N
         for scope in agent.SCOPES:
             assert agent.hook_file(scope, settings, tmp_path).suffix in (".js", ".ts")
         return
-    groups = agent.entries(lambda arg: {"type": "command", "command": f"x hook {arg}", "timeout": 10})
-    commands = {h["command"] for g in groups.values() for h in g["hooks"]}
-    assert commands == {"x hook session-start", "x hook prompt"}
+    groups = agent.entries(
+        lambda arg: {"type": "command", "command": f"x hook {arg}", "timeout": 10}
+    )
+    commands = {h["command"].split(" --agent")[0] for g in groups.values() for h in g["hooks"]}
+    # Every agent gets session start; Cursor's prompt hook cannot add context, so not there.
+    assert "x hook session-start" in commands
+    assert commands <= {"x hook session-start", "x hook prompt"}
     for scope in agent.SCOPES:
         assert agent.hook_file(scope, settings, tmp_path).name.endswith(".json")

@@ -111,7 +111,7 @@ def test_a_trigger_of_the_wrong_shape_is_refused_untouched(homes: Path) -> None:
     before = path.read_bytes()
     result = CliRunner().invoke(app, ["hooks", "install", "kiro"])
     assert result.exit_code != 0
-    assert "hooks.agentSpawn is a string, expected a list of hooks" in str(result.exception)
+    assert "hooks.agentSpawn is a string, expected a list of handlers" in str(result.exception)
     assert path.read_bytes() == before
 
 
@@ -125,11 +125,11 @@ def test_project_scope_and_no_local_scope(homes: Path) -> None:
 def test_kiro_payloads_map_to_our_events_and_answer_in_plain_text() -> None:
     spawn = payload.parse(json.dumps(SPAWN), payload.SESSION_START)
     prompt = payload.parse(json.dumps(PROMPT), payload.USER_PROMPT_SUBMIT)
-    assert (spawn.event, spawn.plain, spawn.cwd) == ("SessionStart", True, "/home/u/kestrel")
-    assert (prompt.event, prompt.prompt, prompt.plain) == ("UserPromptSubmit", "why LRU?", True)
-    assert payload.output(prompt.event, "memory: LRU", prompt.plain) == "memory: LRU\n"
+    assert (spawn.event, spawn.form, spawn.cwd) == ("SessionStart", "plain", "/home/u/kestrel")
+    assert (prompt.event, prompt.prompt, prompt.form) == ("UserPromptSubmit", "why LRU?", "plain")
+    assert payload.output(prompt.event, "memory: LRU", prompt.form) == "memory: LRU\n"
     claude = payload.parse(json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "x"}), "")
-    assert not claude.plain and json.loads(payload.output(claude.event, "t", claude.plain))
+    assert claude.form == "json" and json.loads(payload.output(claude.event, "t", claude.form))
 
 
 def test_the_hook_fails_open_for_kiro(tmp_path: Path) -> None:

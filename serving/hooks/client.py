@@ -23,7 +23,8 @@ from memory_pipeline import tuning
 from serving.hooks import payload
 
 USAGE = (
-    "usage: memory-pipeline hook session-start|prompt [--deadline SECONDS] [--tokens N]\n"
+    "usage: memory-pipeline hook session-start|prompt [--deadline SECONDS] [--tokens N]"
+    " [--agent claude-code|codex|cursor]\n"
     "  reads the agent's hook JSON on stdin; prints context to add, or nothing"
 )
 DEADLINES = {
@@ -77,11 +78,12 @@ def log_line(home: str, message: str) -> None:
         pass  # failing open includes a log that cannot be written
 
 
-def _parse_args(argv: list[str]) -> tuple[str, float | None, int | None]:
+def _parse_args(argv: list[str]) -> tuple[str, float | None, int | None, str | None]:
     if not argv or argv[0] not in payload.EVENTS:
         raise ValueError(f"unknown hook {argv[0] if argv else '(none)'}")
     deadline: float | None = None
     tokens: int | None = None
+    agent: str | None = None
     rest = argv[1:]
     while rest:
         flag, value, rest = rest[0], rest[1] if len(rest) > 1 else "", rest[2:]
@@ -89,9 +91,11 @@ def _parse_args(argv: list[str]) -> tuple[str, float | None, int | None]:
             deadline = float(value)
         elif flag == "--tokens":
             tokens = int(value)
+        elif flag == "--agent" and value in payload.AGENTS:
+            agent = value
         else:
-            raise ValueError(f"unknown option {flag}")
-    return payload.EVENTS[argv[0]], deadline, tokens
+            raise ValueError(f"unknown option {flag} {value}".strip())
+    return payload.EVENTS[argv[0]], deadline, tokens, agent
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     home = memory_home()
     try:
-        event_name, deadline, tokens = _parse_args(argv)
+        event_name, deadline, tokens, agent = _parse_args(argv)
     except ValueError as exc:
         log_line(home, f"hook: {exc}; {USAGE.splitlines()[0]}")
         return 0
@@ -118,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         log_line(home, f"{event_name}: {type(exc).__name__}: {exc}")
         return 0
     if text:
-        sys.stdout.write(payload.output(event.event, text, event.plain))
+        form = payload.CURSOR if agent == payload.CURSOR else event.form
+        sys.stdout.write(payload.output(event.event, text, form))
         sys.stdout.flush()
     return 0
 

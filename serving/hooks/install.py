@@ -207,11 +207,11 @@ def flat_shape_problem(data: dict[str, Any], events: list[str]) -> tuple[str, st
         if handlers is None:
             continue
         if not isinstance(handlers, list):
-            return f"hooks.{event}", _kind(handlers), 'a list of hooks ([{"command": "..."}])'
+            return f"hooks.{event}", _kind(handlers), 'a list of handlers ([{"command": "..."}])'
         for j, handler in enumerate(handlers):
             at = f"hooks.{event}[{j}]"
             if not isinstance(handler, dict):
-                return at, _kind(handler), 'a hook ({"command": "..."})'
+                return at, _kind(handler), 'a handler ({"command": "..."})'
             if not isinstance(handler.get("command", ""), str):
                 return f"{at}.command", _kind(handler.get("command")), "a string"
     return None

@@ -15,11 +15,20 @@ Codex (https://developers.openai.com/codex/hooks.md; schemas in openai/codex
 Kiro CLI (aws/amazon-q-developer-cli `crates/chat-cli/src/cli/chat/cli/hooks.rs`,
 `run_hook`): `{"hook_event_name": "agentSpawn"|"userPromptSubmit", "cwd": ..., "prompt": ...}`
 (the prompt on userPromptSubmit only); whatever the command prints is added to the model's
-context as it is, so the answer to Kiro is the plain text (`HookEvent.plain`).
+context as it is, so the answer to Kiro is the plain text (`HookEvent.form` PLAIN).
 
 Output, the same for Claude Code and Codex: exit 0 with
 `{"hookSpecificOutput": {"hookEventName": "<event>", "additionalContext": "<text>"}}` on stdout
 adds the text to the model's context; printing nothing adds nothing.
+
+Cursor (hooks in `~/.cursor/hooks.json`; payloads captured from Cursor 3.17/3.18 in
+fusengine/harness `test/fixtures/cursor/`): every event carries `conversation_id`,
+`generation_id`, `model`, `hook_event_name` (`sessionStart`, `beforeSubmitPrompt`, ...),
+`cursor_version`, `workspace_roots` (the open folders; the cwd is the first) and
+`transcript_path`; `sessionStart` adds `session_id`, `is_background_agent`, `composer_mode`.
+Only `sessionStart` can add context: it prints `{"additional_context": "<text>"}` (its other
+output is `env`); `beforeSubmitPrompt` answers only `continue` / `user_message`, so a Cursor
+prompt gets memory through MCP, not a hook. The command names the agent (`--agent cursor`).
 """
 
 from __future__ import annotations
@@ -30,8 +39,17 @@ SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 # The CLI's subcommand -> the event it answers.
 EVENTS = {"session-start": SESSION_START, "prompt": USER_PROMPT_SUBMIT}
-# Kiro CLI's trigger names (camelCase `HookTrigger`) -> the event each one is.
-KIRO_EVENTS = {"agentSpawn": SESSION_START, "userPromptSubmit": USER_PROMPT_SUBMIT}
+# How the answer is written: JSON `hookSpecificOutput` (Claude Code, Codex), the text itself
+# (Kiro CLI), or Cursor's `{"additional_context": ...}`.
+JSON, PLAIN, CURSOR = "json", "plain", "cursor"
+AGENTS = ("claude-code", "codex", "kiro", CURSOR)  # the --agent values (Cursor's is installed)
+# Other agents' event names -> (our event, the answer's form).
+_NAMED = {
+    "agentSpawn": (SESSION_START, PLAIN),  # Kiro CLI (camelCase `HookTrigger`)
+    "userPromptSubmit": (USER_PROMPT_SUBMIT, PLAIN),
+    "sessionStart": (SESSION_START, CURSOR),
+    "beforeSubmitPrompt": (USER_PROMPT_SUBMIT, CURSOR),
+}
 
 
 class PayloadError(ValueError):
@@ -42,7 +60,7 @@ class HookEvent:
     """One hook call. A plain class: `dataclasses` imports `inspect` and more, a cost the
     per-prompt client pays on every prompt."""
 
-    __slots__ = ("cwd", "event", "plain", "prompt", "session_id", "source")
+    __slots__ = ("cwd", "event", "form", "prompt", "session_id", "source")
 
     def __init__(
         self,
@@ -51,9 +69,9 @@ class HookEvent:
         cwd: str | None,
         source: str | None,  # session start: startup, resume, clear, compact
         session_id: str | None,
-        plain: bool = False,  # the agent adds stdout as it is (Kiro CLI), not the JSON answer
+        form: str = JSON,  # how the agent reads the answer (JSON, PLAIN, CURSOR)
     ) -> None:
-        self.plain = plain
+        self.form = form
         self.event = event
         self.prompt = prompt
         self.cwd = cwd
@@ -75,22 +93,24 @@ def parse(raw: str | bytes, command_event: str) -> HookEvent:
     if not isinstance(data, dict):
         raise PayloadError("stdin is not a JSON object")
     named = _text(data.get("hook_event_name"))
-    plain = named in KIRO_EVENTS
-    if plain:
-        named = KIRO_EVENTS[named]  # type: ignore[index]
+    named, form = _NAMED.get(named or "", (named, JSON))
     event = named if named in (SESSION_START, USER_PROMPT_SUBMIT) else command_event
+    roots = data.get("workspace_roots")
+    first_root = roots[0] if isinstance(roots, list) and roots else None
     return HookEvent(
         event=event,
         prompt=(_text(data.get("prompt")) or "") if event == USER_PROMPT_SUBMIT else "",
-        cwd=_text(data.get("cwd")) or None,
+        cwd=_text(data.get("cwd")) or _text(first_root) or None,
         source=_text(data.get("source")),
-        session_id=_text(data.get("session_id")),
-        plain=plain,
+        session_id=_text(data.get("session_id")) or _text(data.get("conversation_id")),
+        form=form,
     )
 
 
-def output(event: str, text: str, plain: bool = False) -> str:
-    """The stdout that adds `text` to the model's context (the text itself for Kiro CLI)."""
-    if plain:
+def output(event: str, text: str, form: str = JSON) -> str:
+    """The stdout that adds `text` to the model's context, in the agent's `form`."""
+    if form == PLAIN:
         return text if text.endswith("\n") else text + "\n"
+    if form == CURSOR:
+        return json.dumps({"additional_context": text})
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})

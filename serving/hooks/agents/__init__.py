@@ -14,7 +14,10 @@ A module here says, for `memory-pipeline hooks install|uninstall <NAME>`:
 
 The file format is the one `serving/hooks/install.py` merges: `{"hooks": {event: [{"matcher":
 ..., "hooks": [handler, ...]}]}}`, which Claude Code, Codex (and Gemini CLI) share. A new agent is
-one module and one line in `AGENTS`; the hook client (`serving/hooks/client.py`) and its
+one module and one line in `AGENTS` (an agent whose events list handlers directly, Kiro CLI's
+and Cursor's `{"hooks": {event: [handler]}}`, says `FORMAT = "flat"` and may give `new_file()`,
+what a file install creates starts as; OpenCode's plugin is a whole file the module plans itself,
+`plan_file`); the hook client (`serving/hooks/client.py`) and its
 deadlines and relevance threshold are the same for every agent.
 """
 
@@ -22,8 +25,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from serving.hooks.agents import claude_code, codex, kiro, opencode
+from serving.hooks.agents import claude_code, codex, cursor, kiro, opencode
 
-AGENTS: tuple[ModuleType, ...] = (claude_code, codex, opencode, kiro)
+AGENTS: tuple[ModuleType, ...] = (claude_code, codex, opencode, kiro, cursor)
+
 BY_NAME: dict[str, ModuleType] = {a.NAME: a for a in AGENTS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
