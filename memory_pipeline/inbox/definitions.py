@@ -1,6 +1,5 @@
 """Dagster definitions for the inbox: the inbox files, the stored sources, the sensor."""
 
-
 from datetime import UTC, datetime
 from pathlib import Path
 

@@ -60,7 +60,9 @@ def check_url(url: str) -> str:
     url = url.strip()
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise FetchError("bad_url", f"{url!r} is not an http(s) URL; give one like https://host/page")
+        raise FetchError(
+            "bad_url", f"{url!r} is not an http(s) URL; give one like https://host/page"
+        )
     return url
 
 
@@ -86,9 +88,7 @@ def fetch(
             client.stream("GET", url) as response,
         ):
             if response.status_code >= 400:
-                raise FetchError(
-                    "http_error", f"{url}: HTTP {response.status_code}; check the URL"
-                )
+                raise FetchError("http_error", f"{url}: HTTP {response.status_code}; check the URL")
             content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
             suffix = READABLE_TYPES.get(content_type)
             if suffix is None:
@@ -115,7 +115,9 @@ def fetch(
     except FetchError:
         raise
     except httpx.TooManyRedirects:
-        raise FetchError("too_many_redirects", f"{url}: more than {tuning.INBOX_FETCH_MAX_REDIRECTS} redirects") from None
+        raise FetchError(
+            "too_many_redirects", f"{url}: more than {tuning.INBOX_FETCH_MAX_REDIRECTS} redirects"
+        ) from None
     except httpx.TimeoutException:
         raise FetchError(
             "timeout", f"{url}: no answer within {timeout_s:.0f} s; try again later"
@@ -143,7 +145,11 @@ def save(fetched: Fetched, cache: Path) -> Path:
     tmp = body.with_suffix(body.suffix + ".tmp")
     tmp.write_bytes(fetched.body)
     tmp.replace(body)
-    meta = {"url": fetched.url, "final_url": fetched.final_url, "content_type": fetched.content_type}
+    meta = {
+        "url": fetched.url,
+        "final_url": fetched.final_url,
+        "content_type": fetched.content_type,
+    }
     (cache / (name + ".json")).write_text(json.dumps(meta))
     return body
 
@@ -182,7 +188,9 @@ def fetch_with_ytdlp(url: str, cache: Path) -> Path | None:
         with yt_dlp.YoutubeDL(options) as ydl:
             ydl.download([url])
     except Exception as exc:
-        raise FetchError("yt_dlp_failed", f"{url}: yt-dlp: {' '.join(str(exc).split())[:200]}") from None
+        raise FetchError(
+            "yt_dlp_failed", f"{url}: yt-dlp: {' '.join(str(exc).split())[:200]}"
+        ) from None
     found = sorted(cache.glob(f"{name}*.vtt"))
     if not found:
         raise FetchError("no_subtitles", f"{url}: the video has no English subtitles")

@@ -277,7 +277,7 @@ def read_rst(path: Path, text: str) -> Document:
     except Exception as exc:
         raise BadFile("broken_rst", f"{type(exc).__name__}: {exc}"[:300]) from exc
     title = ""
-    for node in tree.traverse(nodes.title):
+    for node in tree.findall(nodes.title):
         title = node.astext()
         break
     title = title or path.stem
@@ -327,7 +327,9 @@ def read_pdf(path: Path, data: bytes) -> Document:
         raise BadFile("broken_pdf", f"{type(exc).__name__}: {exc}"[:300]) from exc
     except Exception as exc:  # pypdf raises assorted errors on damaged files
         if "encrypt" in str(exc).lower() or "crypt" in type(exc).__name__.lower():
-            raise BadFile("pdf_encrypted", "the PDF is encrypted; save an unencrypted copy") from exc
+            raise BadFile(
+                "pdf_encrypted", "the PDF is encrypted; save an unencrypted copy"
+            ) from exc
         raise BadFile("broken_pdf", f"{type(exc).__name__}: {exc}"[:300]) from exc
     if not sections:
         raise BadFile(

@@ -13,14 +13,23 @@ from memory_pipeline.settings import DEMO_CORPUS, Settings
 DEMO_INBOX = DEMO_CORPUS / "inbox"
 
 
+def user_inbox(settings: Settings) -> Path:
+    return settings.inbox_dir or settings.memory_home / "inbox"
+
+
 def inbox_paths(settings: Settings) -> tuple[Path, Path]:
-    """(the inbox directory, the cache of fetched URLs)."""
+    """(the inbox directory, the cache of fetched URLs). The demo corpus's inbox goes with the
+    demo corpus (MEMORY_SOURCES=demo, or auto with no agent history), unless the user's own
+    inbox holds files."""
+    from memory_pipeline.inbox.changes import has_files
+
     cache = settings.memory_home / "inbox-fetched"
+    mine = user_inbox(settings)
     if settings.sources == "demo" or (
-        settings.sources == "auto" and source_roots(settings).kind == "demo"
+        settings.sources == "auto" and not has_files(mine) and source_roots(settings).kind == "demo"
     ):
         return DEMO_INBOX, cache
-    return settings.inbox_dir or settings.memory_home / "inbox", cache
+    return mine, cache
 
 
 class InboxResource(dg.ConfigurableResource):

@@ -170,7 +170,9 @@ def items(
     extra_urls: list[str] | None = None,
 ) -> Iterator[Item]:
     docs, lists = discover(inbox)
-    pages = {p.with_suffix("") for p in docs if p.name.lower().endswith(HTML_SUFFIXES + MHTML_SUFFIXES)}
+    pages = {
+        p.with_suffix("") for p in docs if p.name.lower().endswith(HTML_SUFFIXES + MHTML_SUFFIXES)
+    }
     sidecars: dict[Path, str] = {}
     urls: list[str] = list(extra_urls or [])
     for path in lists:
@@ -216,9 +218,13 @@ def _url_item(
                 if body is None:
                     report.count(kind, "failed")
                     _issue(
-                        conn, kind, url, "waiting_for_yt_dlp",
+                        conn,
+                        kind,
+                        url,
+                        "waiting_for_yt_dlp",
                         "install the video extra (pip install -e '.[video]') to fetch its"
-                        " subtitles", report,
+                        " subtitles",
+                        report,
                     )
                     return None
             else:
@@ -346,11 +352,24 @@ def store_item(
     title, n_title = clean(doc.title, fix)
     author, n_author = clean(doc.author, fix) if doc.author else (None, 0)
     cut = passages(doc.sections)
-    redactions = n_title + n_author
+    shown_url, n_url = clean(url, fix) if url else (None, 0)
+    redactions = n_title + n_author + n_url
     values = [
-        doc.kind, locator, url, path_key, title, author, fix.optional(doc.site),
-        fix.optional(doc.published), Jsonb(fix.json(doc.details)), sha, size, mtime,
-        len(cut), private, day,
+        doc.kind,
+        locator,
+        shown_url,
+        path_key,
+        title,
+        author,
+        fix.optional(doc.site),
+        fix.optional(doc.published),
+        Jsonb(fix.json(doc.details)),
+        sha,
+        size,
+        mtime,
+        len(cut),
+        private,
+        day,
     ]
     if row is None:
         source_id = conn.execute(
@@ -371,8 +390,9 @@ def store_item(
             [*values, source_id],
         )
         outcome = "revised"
-    redactions += _write_passages(conn, source_id, doc, title, url, locator, cut, private, day,
-                                  fix, report)
+    redactions += _write_passages(
+        conn, source_id, doc, title, shown_url, locator, cut, private, day, fix, report
+    )
     conn.execute("UPDATE inbox_sources SET redactions = %s WHERE id = %s", [redactions, source_id])
     report.redactions += redactions
     return outcome
@@ -416,8 +436,16 @@ def _write_passages(
         mem_class = "procedural" if classify.is_procedural(text) else "semantic"
         depth = classify.depth_score("insight", text)
         fields = [
-            memory_title[:500], text, source_url, doc.kind, Jsonb(metadata), mem_class, depth,
-            context, day, private,
+            memory_title[:500],
+            text,
+            source_url,
+            doc.kind,
+            Jsonb(metadata),
+            mem_class,
+            depth,
+            context,
+            day,
+            private,
         ]
         memory_id = existing.pop(passage.ordinal, None)
         if memory_id is None:

@@ -16,7 +16,10 @@ def text_pdf(pages: list[str], title: str = "") -> bytes:
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
     objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>".encode())
     for i, text in enumerate(pages):
-        lines = [ln.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for ln in text.splitlines()]
+        lines = [
+            ln.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            for ln in text.splitlines()
+        ]
         ops = "BT /F1 11 Tf 14 TL 50 780 Td " + " ".join(f"({ln}) Tj T*" for ln in lines) + " ET"
         stream = ops.encode("latin-1")
         objects.append(
