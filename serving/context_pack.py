@@ -583,6 +583,7 @@ def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) ->
             excerpts=[excerpt],
             provenance=hit.provenance,
             flags=hit.flags,
+            cite=hit.cite,
         )
     # The passage's excerpt takes the place of the messages of it quoted so far.
     kept = [e for e in item.excerpts if e.passage_id != excerpt.passage_id]

@@ -18,7 +18,10 @@ from memory_pipeline.settings import DEMO_GOLD, Settings
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Memory type (repeatable).")]
 ProjectOpt = Annotated[list[str] | None, typer.Option("--project", help="Project (repeatable).")]
 SourceOpt = Annotated[
-    list[str] | None, typer.Option("--source", help="codex, claude_code, chat_import (repeatable).")
+    list[str] | None, typer.Option(
+        "--source",
+        help="codex, claude_code, chat_import, dream_cycle, article, document, video (repeatable).",
+    )
 ]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable, any of).")]
 SinceOpt = Annotated[datetime | None, typer.Option(help="Only memories created at or after this.")]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from memory_pipeline import tuning
 from memory_pipeline.capture.models import Source
 from memory_pipeline.models.browse import MemoryType
+from memory_pipeline.models.inbox import InboxKind
 from serving import browse
 from serving.mcp.arguments import REPLACED
 from serving.models import MemoryStatus, SearchHit
@@ -112,14 +113,15 @@ Statuses = Annotated[
 Projects = Annotated[Values, Field(description="Only these projects (any of).")]
 # What memories.source_type holds: the source of the task a memory was distilled from
 # (capture's Source) or the dream cycle's syntheses.
-MemorySource = Literal[Source, "dream_cycle"]
+MemorySource = Literal[Source, "dream_cycle", InboxKind]
 SOURCES: tuple[str, ...] = get_args(MemorySource)
 Sources = Annotated[
     list[MemorySource] | None,
     Field(
         max_length=len(SOURCES),
         description="Only memories from these sources (any of): codex (Codex CLI), claude_code "
-        "(Claude Code), chat_import (imported chats), dream_cycle (the dream cycle's syntheses).",
+        "(Claude Code), chat_import (imported chats), dream_cycle (the dream cycle's syntheses), "
+        "article, document, video (the inbox's web pages, documents and video transcripts).",
     ),
 ]
 Tags = Annotated[Values, Field(description="Only memories with any of these tags.")]
