@@ -21,11 +21,11 @@ from datetime import UTC, date, datetime
 import dagster as dg
 
 from memory_pipeline.capture.changes import changed_since, partition_days
-from memory_pipeline.inbox.changes import has_files as inbox_has_files
-from memory_pipeline.inbox.resource import inbox_paths
 from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
+from memory_pipeline.inbox.changes import has_files as inbox_has_files
+from memory_pipeline.inbox.resource import inbox_paths
 from memory_pipeline.jobs import (
     DREAM_JOB,
     INGEST_JOB,

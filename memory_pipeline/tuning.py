@@ -649,7 +649,12 @@ HOOK_LOG_MAX_BYTES = 1_000_000
 # edges; distilled memories also take part in near-duplicate and judged edges.
 # `source`: a passage of an inbox document (issue 33), linked to the agent memories it bears on.
 RELATIONSHIP_TYPES = (
-    "decision", "insight", "correction_episode", "segment", "synthesis", "source",
+    "decision",
+    "insight",
+    "correction_episode",
+    "segment",
+    "synthesis",
+    "source",
 )
 DISTILLED_TYPES = ("decision", "insight", "correction_episode")
 # Vector neighbours (cosine in the serving space, through its HNSW index) read per new memory;

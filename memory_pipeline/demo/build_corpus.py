@@ -57,7 +57,8 @@ from memory_pipeline.demo.spec import (
 DEMO_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = DEMO_DIR / "corpus"
 GOLD_PATH = DEMO_DIR / "gold.jsonl"
-OUTPUT_DIRS = ("codex_home", "claude_home", "imports")
+DOCUMENTS_DIR = DEMO_DIR / "documents"  # the demo inbox, written by hand (documents/README.md)
+OUTPUT_DIRS = ("codex_home", "claude_home", "imports", "inbox")
 
 SESSIONS: tuple[Session, ...] = (
     *logslice.SESSIONS,
@@ -1460,6 +1461,25 @@ def write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def render_inbox(documents: Path, inbox: Path, manifest: Manifest) -> None:
+    """The demo inbox (issue 33): the hand-written documents, a `.pdf.txt` rendered into a PDF
+    with a text layer (one page per form feed)."""
+    from memory_pipeline.demo.pdf import text_pdf
+
+    inbox.mkdir(parents=True, exist_ok=True)
+    for src in sorted(documents.iterdir()):
+        if src.name == "README.md" or not src.is_file():
+            continue
+        if src.name.endswith(".pdf.txt"):
+            pages = src.read_text(encoding="utf-8").split("\f")
+            target = inbox / src.name.removesuffix(".txt")
+            target.write_bytes(text_pdf(pages, title=pages[0].splitlines()[0]))
+        else:
+            target = inbox / src.name
+            target.write_bytes(src.read_bytes())
+        manifest.files.append(str(target))
+
+
 def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest:
     """Write the whole corpus under `out_dir` (and gold.jsonl to `gold_path`)."""
     out_dir = Path(out_dir)
@@ -1479,6 +1499,7 @@ def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest
         else:
             render_claude(session, claude_home, manifest, claude_history)
     render_chats(CHATS, out_dir / "imports", manifest)
+    render_inbox(DOCUMENTS_DIR, out_dir / "inbox", manifest)
     for path, entries in (
         (codex_home / "history.jsonl", codex_history),
         (codex_home / "session_index.jsonl", session_index),

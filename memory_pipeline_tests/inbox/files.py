@@ -1,50 +1,12 @@
-"""Small inbox files made in tests: a PDF with a text layer (written by hand, the PDF 1.4
-syntax), one without (a blank page), an encrypted one (pypdf's writer)."""
+"""Small inbox files made in tests: a PDF with a text layer (memory_pipeline/demo/pdf.py), one
+without (a blank page), an encrypted one (pypdf's writer)."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-
-def text_pdf(pages: list[str], title: str = "") -> bytes:
-    """A PDF whose pages hold `pages` as text (Helvetica, one line each 14 pt apart)."""
-    objects: list[bytes] = []
-    n_pages = len(pages)
-    font_id = 3 + 2 * n_pages
-    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n_pages))
-    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
-    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {n_pages} >>".encode())
-    for i, text in enumerate(pages):
-        lines = [
-            ln.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            for ln in text.splitlines()
-        ]
-        ops = "BT /F1 11 Tf 14 TL 50 780 Td " + " ".join(f"({ln}) Tj T*" for ln in lines) + " ET"
-        stream = ops.encode("latin-1")
-        objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents {4 + 2 * i} 0 R"
-            f" /Resources << /Font << /F1 {font_id} 0 R >> >> >>".encode()
-        )
-        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    info_id = len(objects) + 1
-    objects.append(f"<< /Title ({title}) >>".encode())
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for off in offsets:
-        out.write(b"%010d 00000 n \n" % off)
-    out.write(
-        b"trailer\n<< /Size %d /Root 1 0 R /Info %d 0 R >>\nstartxref\n%d\n%%%%EOF\n"
-        % (len(objects) + 1, info_id, xref)
-    )
-    return out.getvalue()
+from memory_pipeline.demo.pdf import text_pdf
 
 
 def image_only_pdf(pages: int = 2) -> bytes:

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PAGE = b"""<html><head><title>Loopback article</title></head><body><article>
 <h1>Loopback article</h1><p>The staging database is restored from pgBackRest every Sunday at
-03:00, and the restore is checked by counting rows in the invoices table.</p></article></body></html>"""
+03:00, and the restore is checked by counting rows in the invoices table.</p></article>
+</body></html>"""
 
 
 class Site:

@@ -14,7 +14,8 @@ from memory_pipeline.inbox.chunk import passages
 from memory_pipeline.inbox.readers import BadFile, Section, clock, read_document
 from memory_pipeline_tests.inbox.files import encrypted_pdf, image_only_pdf, text_pdf, write
 
-ARTICLE = """<!doctype html><html><head><title>Why we moved backups to pgBackRest | Ops Notes</title>
+ARTICLE = """<!doctype html><html><head>
+<title>Why we moved backups to pgBackRest | Ops Notes</title>
 <link rel="canonical" href="https://opsnotes.example/pgbackrest">
 <meta name="author" content="Ines Calder">
 <meta property="article:published_time" content="2026-09-14">
@@ -74,7 +75,11 @@ def test_markdown_cut_at_headings_with_front_matter(tmp_path: Path) -> None:
         "## Results\n\nRestore took 11 minutes.\n"
     )
     doc = read_document(write(tmp_path / "drill.md", md))
-    assert (doc.title, doc.author, doc.url) == ("Restore drill", "Mara", "https://wiki.example/drill")
+    assert (doc.title, doc.author, doc.url) == (
+        "Restore drill",
+        "Mara",
+        "https://wiki.example/drill",
+    )
     assert [s.position for s in doc.sections] == ["§ Restore drill", "§ Steps", "§ Results"]
     assert "# not a heading" in doc.sections[1].text  # a fenced block is not cut
 
@@ -156,7 +161,10 @@ def test_vtt_with_info_json_keeps_cue_times_and_chapters(tmp_path: Path) -> None
 
 
 def test_srt_without_info_json(tmp_path: Path) -> None:
-    srt = "1\n00:00:05,000 --> 00:00:07,000\nFirst line.\n\n2\n00:15:00,000 --> 00:15:02,000\nLater.\n"
+    srt = (
+        "1\n00:00:05,000 --> 00:00:07,000\nFirst line.\n\n"
+        "2\n00:15:00,000 --> 00:15:02,000\nLater.\n"
+    )
     doc = read_document(write(tmp_path / "lecture.srt", srt))
     assert doc.title == "lecture"
     assert doc.sections[0].position == "0:05"
@@ -213,7 +221,9 @@ def test_long_sections_cut_at_paragraphs_keep_their_position() -> None:
     assert [p.ordinal for p in cut] == list(range(len(cut)))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     data=st.binary(max_size=2048) | st.text(max_size=800).map(str.encode),
     suffix=st.sampled_from([".html", ".md", ".txt", ".rst", ".vtt", ".srt", ".pdf", ".mhtml"]),

@@ -38,7 +38,10 @@ def snapshot(conn: psycopg.Connection) -> dict[str, list[tuple]]:
 def make_inbox(root: Path) -> Path:
     inbox = root / "inbox"
     write(inbox / "web" / "pgbackrest.html", ARTICLE)
-    write(inbox / "notes" / "drill.md", "# Restore drill\n\nThe drill runs monthly.\n\n## Steps\n\nRun `make restore-drill`.\n")
+    write(
+        inbox / "notes" / "drill.md",
+        "# Restore drill\n\nThe drill runs monthly.\n\n## Steps\n\nRun `make restore-drill`.\n",
+    )
     write(inbox / "policy.pdf", text_pdf(["Backups are kept 14 days.", "Owner: the ops team."]))
     write(inbox / "video" / "Postgres backups [abc123].en.vtt", VTT)
     write(inbox / "video" / "Postgres backups [abc123].info.json", INFO)
@@ -53,8 +56,8 @@ def test_documents_stored_as_source_memories_with_positions(conn, tmp_path: Path
     assert report.by_kind["video"]["new"] == 1
     rows = conn.execute(
         "SELECT s.kind, s.locator, p.position, m.type, m.source_type, m.source_url, m.mem_class,"
-        " m.partition_day, m.content FROM inbox_sources s JOIN inbox_passages p ON p.source_id = s.id"
-        " JOIN memories m ON m.id = p.memory_id ORDER BY s.kind, s.locator, p.ordinal"
+        " m.partition_day, m.content FROM inbox_sources s"
+        " JOIN inbox_passages p ON p.source_id = s.id JOIN memories m ON m.id = p.memory_id ORDER BY s.kind, s.locator, p.ordinal"
     ).fetchall()
     assert {r[3] for r in rows} == {"source"}
     assert all(r[4] == r[0] for r in rows)  # source_type = the kind: `--source video` works
@@ -86,11 +89,12 @@ def test_a_second_run_changes_nothing(conn, tmp_path: Path) -> None:
 
 def test_an_edited_document_is_replaced_in_place(conn, tmp_path: Path) -> None:
     inbox = tmp_path / "inbox"
-    doc = write(inbox / "plan.md", "# Plan\n\nUse pg_dump.\n\n## Later\n\nMaybe WAL-G.\n\n## Old\n\nGone soon.\n")
+    doc = write(
+        inbox / "plan.md",
+        "# Plan\n\nUse pg_dump.\n\n## Later\n\nMaybe WAL-G.\n\n## Old\n\nGone soon.\n",
+    )
     capture_inbox(conn, inbox, tmp_path / "cache", DAY)
-    ids = conn.execute(
-        "SELECT ordinal, memory_id FROM inbox_passages ORDER BY ordinal"
-    ).fetchall()
+    ids = conn.execute("SELECT ordinal, memory_id FROM inbox_passages ORDER BY ordinal").fetchall()
     assert len(ids) == 3
     doc.write_text("# Plan\n\nUse pgBackRest, not pg_dump.\n\n## Later\n\nMaybe WAL-G.\n")
     os.utime(doc, ns=(2_000_000_000_000_000_000, 2_000_000_000_000_000_000))
@@ -102,7 +106,9 @@ def test_an_edited_document_is_replaced_in_place(conn, tmp_path: Path) -> None:
     ).fetchall()
     assert [(r[0], r[1]) for r in after] == ids[:2]  # the same memories, rewritten
     assert after[0][2] == "Use pgBackRest, not pg_dump." and after[0][3] == LATER
-    assert conn.execute("SELECT count(*) FROM memories WHERE id = %s", [ids[2][1]]).fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM memories WHERE id = %s", [ids[2][1]]).fetchone() == (
+        0,
+    )
     assert conn.execute("SELECT revisions FROM inbox_sources").fetchone() == (2,)
 
 
@@ -117,7 +123,9 @@ def test_a_deleted_file_is_kept_until_forgotten(conn, tmp_path: Path) -> None:
         ["%policy.pdf"],
     ).fetchone()
     assert row == (True, 2)
-    assert conn.execute("SELECT count(*) FROM memories WHERE title LIKE 'policy%%'").fetchone()[0] == 2
+    assert (
+        conn.execute("SELECT count(*) FROM memories WHERE title LIKE 'policy%%'").fetchone()[0] == 2
+    )
 
 
 def test_redaction_and_private_blocks_before_storage(conn, tmp_path: Path) -> None:
