@@ -57,7 +57,8 @@ def test_documents_stored_as_source_memories_with_positions(conn, tmp_path: Path
     rows = conn.execute(
         "SELECT s.kind, s.locator, p.position, m.type, m.source_type, m.source_url, m.mem_class,"
         " m.partition_day, m.content FROM inbox_sources s"
-        " JOIN inbox_passages p ON p.source_id = s.id JOIN memories m ON m.id = p.memory_id ORDER BY s.kind, s.locator, p.ordinal"
+        " JOIN inbox_passages p ON p.source_id = s.id JOIN memories m ON m.id = p.memory_id"
+        " ORDER BY s.kind, s.locator, p.ordinal"
     ).fetchall()
     assert {r[3] for r in rows} == {"source"}
     assert all(r[4] == r[0] for r in rows)  # source_type = the kind: `--source video` works
