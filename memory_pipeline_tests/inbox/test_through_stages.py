@@ -100,8 +100,6 @@ def test_a_revision_is_re_embedded_and_re_linked(conn, reader, embedder, tmp_pat
         " ON p.id = e.passage_id JOIN memories m ON m.id = p.memory_id WHERE m.type = 'source'"
     ).fetchall()
     assert len(new) == len(old) == 1 and new != old
-    hits = search(
-        reader, "terraform state minio", embedder=embedder, record_surface=None
-    ).results
+    hits = search(reader, "terraform state minio", embedder=embedder, record_surface=None).results
     assert hits[0].type == "source" and "MinIO" in hits[0].content
     assert not search(reader, "restic photos", embedder=None, record_surface=None).results
