@@ -548,6 +548,7 @@ EXPRESS_KIND_SCORES = {
     "question": 0.6,
     "digest": 0.5,
     "resurfaced": 0.4,
+    "source": 0.45,  # a new inbox document that bears on an agent memory (issue 33)
 }
 EXPRESS_CROSS_PROJECT_BONUS = 0.3
 EXPRESS_DEPTH_WEIGHT = 0.1

@@ -58,6 +58,7 @@ DEMO_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = DEMO_DIR / "corpus"
 GOLD_PATH = DEMO_DIR / "gold.jsonl"
 DOCUMENTS_DIR = DEMO_DIR / "documents"  # the demo inbox, written by hand (documents/README.md)
+DEMO_PDF_DATE = "2026-10-20"  # the demo PDF's creation date (its memories' created_at)
 OUTPUT_DIRS = ("codex_home", "claude_home", "imports", "inbox")
 
 SESSIONS: tuple[Session, ...] = (
@@ -1473,7 +1474,8 @@ def render_inbox(documents: Path, inbox: Path, manifest: Manifest) -> None:
         if src.name.endswith(".pdf.txt"):
             pages = src.read_text(encoding="utf-8").split("\f")
             target = inbox / src.name.removesuffix(".txt")
-            target.write_bytes(text_pdf(pages, title=pages[0].splitlines()[0]))
+            title = pages[0].splitlines()[0]
+            target.write_bytes(text_pdf(pages, title=title, created=DEMO_PDF_DATE))
         else:
             target = inbox / src.name
             target.write_bytes(src.read_bytes())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 
-def text_pdf(pages: list[str], title: str = "") -> bytes:
+def text_pdf(pages: list[str], title: str = "", created: str = "") -> bytes:
     """A PDF whose pages hold `pages` as text (Helvetica, one line each 14 pt apart)."""
     objects: list[bytes] = []
     n_pages = len(pages)
@@ -28,7 +28,8 @@ def text_pdf(pages: list[str], title: str = "") -> bytes:
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     info_id = len(objects) + 1
-    objects.append(f"<< /Title ({title}) >>".encode())
+    date = f" /CreationDate (D:{created.replace('-', '')}000000Z)" if created else ""
+    objects.append(f"<< /Title ({title}){date} >>".encode())
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n")
     offsets = []

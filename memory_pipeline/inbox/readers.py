@@ -339,11 +339,16 @@ def read_pdf(path: Path, data: bytes) -> Document:
         )
     title = (info.title if info is not None else None) or path.stem
     author = info.author if info is not None else None
+    try:
+        made = info.creation_date if info is not None else None
+    except Exception:  # a malformed date string: no date
+        made = None
     return Document(
         kind="document",
         title=str(title).strip() or path.stem,
         sections=sections,
         author=str(author) if author else None,
+        published=made.isoformat() if made is not None else None,
         details={"format": "pdf", "pages": len(reader.pages)},
     )
 

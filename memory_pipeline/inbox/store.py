@@ -27,7 +27,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -391,7 +391,7 @@ def store_item(
         )
         outcome = "revised"
     redactions += _write_passages(
-        conn, source_id, doc, title, shown_url, locator, cut, private, day, fix, report
+        conn, source_id, doc, title, shown_url, locator, cut, private, day, fix, report, mtime
     )
     conn.execute("UPDATE inbox_sources SET redactions = %s WHERE id = %s", [redactions, source_id])
     report.redactions += redactions
@@ -410,7 +410,9 @@ def _write_passages(
     day: date,
     fix: Storable,
     report: InboxReport,
+    mtime_ns: int | None = None,
 ) -> int:
+    created = created_at(doc, mtime_ns)
     existing = dict(
         conn.execute(
             "SELECT ordinal, memory_id FROM inbox_passages WHERE source_id = %s", [source_id]
@@ -434,7 +436,7 @@ def _write_passages(
         if passage.heading:
             metadata["section"] = fix.text(passage.heading)
         mem_class = "procedural" if classify.is_procedural(text) else "semantic"
-        depth = classify.depth_score("insight", text)
+        depth = classify.depth_score("segment", text)  # raw text, like a segment
         fields = [
             memory_title[:500],
             text,
@@ -446,13 +448,14 @@ def _write_passages(
             context,
             day,
             private,
+            created,
         ]
         memory_id = existing.pop(passage.ordinal, None)
         if memory_id is None:
             memory_id = conn.execute(
                 "INSERT INTO memories (type, title, content, source_url, source_type, metadata,"
-                " mem_class, depth_score, encoding_context, partition_day, private)"
-                " VALUES ('source', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                " mem_class, depth_score, encoding_context, partition_day, private, created_at)"
+                " VALUES ('source', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                 fields,
             ).fetchone()[0]  # type: ignore[index]
             conn.execute(
@@ -464,7 +467,8 @@ def _write_passages(
             conn.execute(
                 "UPDATE memories SET title = %s, content = %s, source_url = %s,"
                 " source_type = %s, metadata = %s, mem_class = %s, depth_score = %s,"
-                " encoding_context = %s, partition_day = %s, private = %s WHERE id = %s",
+                " encoding_context = %s, partition_day = %s, private = %s, created_at = %s"
+                " WHERE id = %s",
                 [*fields, memory_id],
             )
             conn.execute(
@@ -476,6 +480,22 @@ def _write_passages(
         conn.execute("DELETE FROM memories WHERE id = ANY(%s)", [list(existing.values())])
         report.passages_deleted += len(existing)
     return redactions
+
+
+def created_at(doc: Document, mtime_ns: int | None) -> datetime:
+    """When a document's content was made, its memories' `created_at` (recency ranks by it): the
+    date it gives (published, uploaded), else its file's mtime, else now. A document read today
+    is not new knowledge when it was written two years ago."""
+    if doc.published:
+        try:
+            value: datetime | None = datetime.fromisoformat(doc.published[:25])
+        except ValueError:
+            value = None
+        if value is not None:
+            return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if mtime_ns is not None:
+        return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
+    return datetime.now(UTC)
 
 
 def _file_url(locator: str) -> str:
