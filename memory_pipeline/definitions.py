@@ -16,6 +16,8 @@ from memory_pipeline.dream.definitions import DreamResource
 from memory_pipeline.embedding import definitions as embedding
 from memory_pipeline.express import definitions as express
 from memory_pipeline.express.resource import ExpressResource
+from memory_pipeline.inbox import definitions as inbox
+from memory_pipeline.inbox.resource import InboxResource
 from memory_pipeline.jobs import dream_job, ingest_job, maintenance_job
 from memory_pipeline.reinforcement import definitions as reinforcement
 from memory_pipeline.relationships import definitions as relationships
@@ -34,6 +36,7 @@ def resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     return {
         "db": DatabaseResource(),
         "sources": SourcesResource.from_settings(settings),
+        "inbox": InboxResource.from_settings(settings),
         "semantic": SemanticResource.from_settings(settings),
         "embedding": EmbeddingResource.from_settings(settings),
         "backup": BackupResource.from_settings(settings),
@@ -45,6 +48,7 @@ def resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
 defs = dg.Definitions.merge(
     database.defs,
     capture.defs,
+    inbox.defs,
     semantic.defs,
     embedding.defs,
     relationships.defs,

@@ -24,14 +24,19 @@ IN_PROGRESS = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
 ingest_job = dg.define_asset_job(
     INGEST_JOB,
     selection=dg.AssetSelection.assets(
-        "captured_tasks", "semantic_memories", "memory_embeddings", "memory_relationships"
+        "captured_tasks",
+        "inbox_documents",
+        "semantic_memories",
+        "memory_embeddings",
+        "memory_relationships",
     ),
     # One process for the three steps: a subprocess per step costs 7 to 17 s of Python and
     # Dagster start-up each, several times what the steps themselves take on a new turn. The
     # steps run in sequence anyway (each depends on the one before); pools still apply.
     executor_def=dg.in_process_executor,
     description=(
-        "Capture, semantic pass and embedding for a day or a range of days: what the sensors, "
+        "Capture (agent tasks and the inbox's documents), semantic pass, embedding and "
+        "relationships for a day or a range of days: what the sensors, "
         "the hourly catch-up and backfills run. Its steps run in one process."
     ),
 )

@@ -24,6 +24,8 @@ from memory_pipeline.capture.changes import changed_since, partition_days
 from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
+from memory_pipeline.inbox.changes import has_files as inbox_has_files
+from memory_pipeline.inbox.resource import inbox_paths
 from memory_pipeline.jobs import (
     DREAM_JOB,
     INGEST_JOB,
@@ -169,6 +171,8 @@ def _plan(
     # With no task day at all (only unreadable files, say), today's partition still runs: its
     # capture looks at every file and records the ones nothing could be read from.
     today = datetime.now(UTC).date()
+    if inbox_has_files(inbox_paths(settings)[0]):  # the inbox is read by today's partition
+        days = days | {today}
     plan.append((INGEST_JOB, partition_tags(days | set(pending_days) or {today})))
     plan.append(("maintenance_job", {}))
     # The dream cycle thinks over everything ingested and maintained above (today's partition).

@@ -17,6 +17,8 @@ from memory_pipeline.models.sources import SOURCES, resolve_roots
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = Path(__file__).resolve().parent / "demo" / "corpus"
 DEMO_GOLD = Path(__file__).resolve().parent / "demo" / "gold.jsonl"
+# Questions whose evidence sits in the demo inbox's documents and transcripts (issue 33).
+DEMO_SOURCES_GOLD = Path(__file__).resolve().parent / "demo" / "sources_gold.jsonl"
 
 
 def _default_memory_home() -> Path:
@@ -75,6 +77,9 @@ class Settings(BaseModel):
     # into the private tier, which serving leaves out unless asked.
     memory_exclude: str = ""
     memory_private: str = ""
+    # The inbox (memory_pipeline/inbox): web pages, documents, transcripts and `*.url` lists
+    # dropped here are stored as searchable sources; None: MEMORY_HOME/inbox.
+    inbox_dir: Path | None = None
     # Express (memory_pipeline/express): the briefing's Ollama editor (None: offline), the
     # weekday of its weekly digest, where its links to memories point, and the SMTP push (no
     # push without a host and a recipient; the password is read from MEMORY_SMTP_PASSWORD only
@@ -109,6 +114,7 @@ class Settings(BaseModel):
             dagster_pg_url=os.environ.get("DAGSTER_PG_URL") or None,
             reader_url=os.environ.get("MEMORY_READER_URL") or None,
             source_homes={s.name: resolve_roots(s, os.environ, home) for s in SOURCES},
+            inbox_dir=_env_path("MEMORY_INBOX_DIR", home / "inbox"),
             sources=os.environ.get("MEMORY_SOURCES", "auto"),
             ollama_host=os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434"),
             semantic_model=os.environ.get("MEMORY_SEMANTIC_MODEL") or None,

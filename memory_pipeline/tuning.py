@@ -97,6 +97,24 @@ CURSOR_TRANSCRIPT_MAX_BYTES = 256 * 1024 * 1024
 # waiting for the tick, then the run queue, the run's start and its steps (see README: freshness).
 TRANSCRIPT_SENSOR_INTERVAL_S = 15
 
+# --- inbox: web articles, documents, video transcripts (memory_pipeline/inbox/) ---------------
+# A file above this size is refused from its size alone (never opened): a 1 GB file costs a stat.
+INBOX_MAX_FILE_BYTES = 50 * 1024 * 1024
+# A passage (one `source` memory) holds at most this many characters: a longer section is cut at
+# paragraph boundaries (then sentences). The embedding stage cuts it again to its model's window.
+INBOX_PASSAGE_MAX_CHARS = 1500
+# A video transcript's cues are grouped into passages of about this many characters (and a new
+# group starts at every chapter of yt-dlp's info.json), each quoted with its first cue's time.
+INBOX_CUE_GROUP_CHARS = 900
+# Fetching a URL (`memory-pipeline add`, `*.url` files): connect/read timeout, the whole
+# request's deadline, the body's size cap, and how many redirects are followed.
+INBOX_FETCH_TIMEOUT_S = 10.0
+INBOX_FETCH_DEADLINE_S = 30.0
+INBOX_FETCH_MAX_BYTES = 10 * 1024 * 1024
+INBOX_FETCH_MAX_REDIRECTS = 5
+# The inbox sensor looks at MEMORY_INBOX_DIR at most this often (one stat per file).
+INBOX_SENSOR_INTERVAL_S = 30
+
 # --- semantic pass ------------------------------------------------------------------------
 # Shared by memory_pipeline/semantic/{offline_rules,ollama_backend,classify}.py. Cue patterns are
 # Python regexes matched case-insensitively (write `(?-i:...)` for a case-sensitive part).
@@ -623,6 +641,7 @@ EXPRESS_KIND_SCORES = {
     "question": 0.6,
     "digest": 0.5,
     "resurfaced": 0.4,
+    "source": 0.45,  # a new inbox document that bears on an agent memory (issue 33)
 }
 EXPRESS_CROSS_PROJECT_BONUS = 0.3
 EXPRESS_DEPTH_WEIGHT = 0.1
@@ -722,7 +741,15 @@ HOOK_LOG_MAX_BYTES = 1_000_000
 # --- relationships: relationship discovery (memory_pipeline/relationships/) ----------------
 # Which memories are linked. Segments get derived_from edges pointing at them and related_to
 # edges; distilled memories also take part in near-duplicate and judged edges.
-RELATIONSHIP_TYPES = ("decision", "insight", "correction_episode", "segment", "synthesis")
+# `source`: a passage of an inbox document (issue 33), linked to the agent memories it bears on.
+RELATIONSHIP_TYPES = (
+    "decision",
+    "insight",
+    "correction_episode",
+    "segment",
+    "synthesis",
+    "source",
+)
 DISTILLED_TYPES = ("decision", "insight", "correction_episode")
 # Vector neighbours (cosine in the serving space, through its HNSW index) read per new memory;
 # everything below is decided among them, so a day's memories never scan the corpus.

@@ -67,10 +67,7 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
     assert first_run.returncode == 0, first_run.stderr[-3000:]
     assert "http://127.0.0.1:3000" in first_run.stderr
     rows = counts(home)
-    assert (rows["captured_tasks"], rows["agent_turns"]) == (
-        35,
-        165,
-    )  # with the OpenCode and Aider demo sessions
+    assert (rows["captured_tasks"], rows["agent_turns"]) == (0, 0)  # TO SET
     assert rows["memories"] == rows["memory_embeddings"] > rows["topic_segments"] > 0
     backups = [p for p in (home / "backups").iterdir() if not p.name.startswith(".")]
     assert len(backups) == 1

@@ -422,6 +422,11 @@ def _best_first(
             yield heapq.heappop(closed)[2]
 
 
+# Memories whose passages are raw text (a conversation's turns, an inbox document's sections):
+# ranked by their own substance, not as a distilled memory's one sentence.
+RAW_KINDS = ("segment", "source")
+
+
 def _number(c: _Candidate) -> int:
     return c.piece.number if c.piece else -1
 
@@ -435,14 +440,14 @@ def excerpt_priority(passage: PassageMatch, hit_index: int, kind: str = "segment
     for rank in (passage.bm25_rank, passage.vector_rank):
         if rank is not None:
             score += 1 / (k + rank)
-    return score if kind == "segment" else score * tuning.PACK_DISTILLED_SHARE
+    return score if kind in RAW_KINDS else score * tuning.PACK_DISTILLED_SHARE
 
 
 def substance(text: str, kind: str = "segment") -> float:
     """How much a segment's turn or message says, as a factor of its priority (1 for
     PACK_SUBSTANCE_TYPICAL_WORDS distinct content words, more for more); 1 for a distilled
     memory (short by design: a decision says what it must)."""
-    if kind != "segment":
+    if kind not in RAW_KINDS:
         return 1.0
     words = len(tokens(text)) + tuning.PACK_SUBSTANCE_OFFSET
     return (words / (tuning.PACK_SUBSTANCE_TYPICAL_WORDS + tuning.PACK_SUBSTANCE_OFFSET)) ** (
@@ -583,6 +588,7 @@ def _with_excerpt(hit: SearchHit, item: ContextItem | None, excerpt: Excerpt) ->
             excerpts=[excerpt],
             provenance=hit.provenance,
             flags=hit.flags,
+            cite=hit.cite,
         )
     # The passage's excerpt takes the place of the messages of it quoted so far.
     kept = [e for e in item.excerpts if e.passage_id != excerpt.passage_id]

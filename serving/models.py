@@ -79,6 +79,9 @@ class SearchHit(BaseModel):
     passages: list[PassageMatch] = Field(default_factory=list)  # what matched, best first
     observation_count: int = 1  # how often the statement was captured (near-duplicates)
     flags: list[str] = Field(default_factory=list)  # set by context packs (ContextItem)
+    # Where an inbox document's passage sits: its URL or path and position ('§ Heading',
+    # 'p. 3', '12:31'); None for agent memories (their provenance says where).
+    cite: str | None = None
 
 
 class SearchResponse(BaseModel):
@@ -114,6 +117,7 @@ class ContextItem(BaseModel):
     # Warnings about this memory (at most two): a live `contradicts` edge, a newer reversing
     # decision, a successor. The agent judges what to do with them.
     flags: list[str] = Field(default_factory=list)
+    cite: str | None = None  # an inbox passage's URL or path and position (SearchHit.cite)
 
     @property
     def text(self) -> str:

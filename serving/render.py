@@ -128,6 +128,8 @@ def hits_text(hits: list[SearchHit], max_chars: int | None = None) -> str:
             extra += ' temporal_context="true"'
         if h.observation_count > 1:  # near-duplicates folded into this memory
             extra += f' observed="{h.observation_count}"'
+        if h.cite:  # an inbox document's passage: its URL or path and position
+            extra += f' from="{attr(h.cite)}"'
         blocks.append(
             memory_block(
                 str(h.id), h.type, h.title, text, h.created_at.isoformat(), extra, h.provenance
@@ -156,7 +158,10 @@ def pack_item_text(item: ContextItem) -> str:
     if item.kind != PACK_DEFAULT_KIND:
         head += f' kind="{attr(item.kind)}"'
     head += f' date="{created}"'
-    head += f' from="{attr(tasks)}"' if tasks else ' from="none"'
+    if item.cite:  # an inbox document's passage: where it sits (URL or path, position)
+        head += f' from="{attr(item.cite)}"'
+    else:
+        head += f' from="{attr(tasks)}"' if tasks else ' from="none"'
     if not _quoted(item):  # a segment's title is its first prompt: no need to say it twice
         head += f' title="{attr(_short(item.title, tuning.PACK_TITLE_CHARS))}"'
     lines = [head + (">" if item.truncated else ' whole="1">')]

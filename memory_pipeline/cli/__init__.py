@@ -28,6 +28,7 @@ from memory_pipeline.cli import (  # noqa: F401 - importing registers the comman
     forget,
     heal,
     hooks,
+    inbox,
     pipeline,
     serving,
 )

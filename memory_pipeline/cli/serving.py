@@ -13,14 +13,14 @@ import typer
 
 from memory_pipeline.cli.app import app
 from memory_pipeline.errors import UserError
-from memory_pipeline.models.sources import SOURCE_NAMES
-from memory_pipeline.settings import DEMO_GOLD, Settings
+from memory_pipeline.models.sources import MEMORY_SOURCES
+from memory_pipeline.settings import DEMO_GOLD, DEMO_SOURCES_GOLD, Settings
 
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Memory type (repeatable).")]
 ProjectOpt = Annotated[list[str] | None, typer.Option("--project", help="Project (repeatable).")]
 SourceOpt = Annotated[
     list[str] | None,
-    typer.Option("--source", help=f"{', '.join(SOURCE_NAMES)} (repeatable)."),
+    typer.Option("--source", help=f"{', '.join(MEMORY_SOURCES)} (repeatable)."),
 ]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable, any of).")]
 SinceOpt = Annotated[datetime | None, typer.Option(help="Only memories created at or after this.")]
@@ -274,6 +274,18 @@ def evaluate_retrieval(
             "MEMORY_SEMANTIC_MODEL is measured too, after the rules, with the difference).",
         ),
     ] = False,
+    sources: Annotated[
+        bool,
+        typer.Option(
+            "--sources",
+            help="Instead: questions whose evidence sits in inbox documents and video "
+            "transcripts (R@5, R@10, MRR per channel, evidence in the context pack).",
+        ),
+    ] = False,
+    sources_gold: Annotated[
+        Path | None,
+        typer.Option(help="With --sources: the questions (JSON Lines); default: the demo's."),
+    ] = None,
 ) -> None:
     """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
     evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages; then
@@ -286,6 +298,9 @@ def evaluate_retrieval(
         return
     if semantic:
         _evaluate_semantic(semantic_gold, offline, json_output)
+        return
+    if sources:
+        _evaluate_sources(sources_gold or DEMO_SOURCES_GOLD, json_output)
         return
     from serving.db import connect_reader, reader_errors
     from serving.evaluation import evaluate, load_gold, report_table
@@ -310,6 +325,20 @@ def evaluate_retrieval(
         with reader_errors(), connect_reader() as conn:
             scores = rel.evaluate(conn, rel.load_gold(relationships_gold))
         typer.echo("\n" + rel.report_table(scores))
+
+
+def _evaluate_sources(gold: Path, json_output: bool) -> None:
+    from serving.db import connect_reader, reader_errors
+    from serving.search import QueryEmbedder
+    from serving.source_evaluation import evaluate_sources, load_questions, report_lines
+
+    if not gold.is_file():
+        raise UserError(f"sources gold set {gold} not found")
+    questions = load_questions(gold)
+    settings = Settings.from_env()
+    with reader_errors(), connect_reader() as conn:
+        report = evaluate_sources(conn, questions, QueryEmbedder(settings.ollama_host))
+    typer.echo(report.model_dump_json(indent=2) if json_output else "\n".join(report_lines(report)))
 
 
 def _evaluate_secrets(path: Path | None, json_output: bool) -> None:

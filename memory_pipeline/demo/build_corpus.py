@@ -58,8 +58,11 @@ from memory_pipeline.models.sources import SOURCES
 DEMO_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = DEMO_DIR / "corpus"
 GOLD_PATH = DEMO_DIR / "gold.jsonl"
-# Every source's demo roots (memory_pipeline/models/sources.py): rebuilt from scratch each time.
-OUTPUT_DIRS = tuple(d for s in SOURCES for d in s.demo)
+DOCUMENTS_DIR = DEMO_DIR / "documents"  # the demo inbox, written by hand (documents/README.md)
+DEMO_PDF_DATE = "2026-10-20"  # the demo PDF's creation date (its memories' created_at)
+# Every source's demo roots (memory_pipeline/models/sources.py) and the demo inbox: rebuilt from
+# scratch each time.
+OUTPUT_DIRS = (*(d for s in SOURCES for d in s.demo), "inbox")
 
 SESSIONS: tuple[Session, ...] = (
     *logslice.SESSIONS,
@@ -1462,6 +1465,26 @@ def write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def render_inbox(documents: Path, inbox: Path, manifest: Manifest) -> None:
+    """The demo inbox (issue 33): the hand-written documents, a `.pdf.txt` rendered into a PDF
+    with a text layer (one page per form feed)."""
+    from memory_pipeline.demo.pdf import text_pdf
+
+    inbox.mkdir(parents=True, exist_ok=True)
+    for src in sorted(documents.iterdir()):
+        if src.name == "README.md" or not src.is_file():
+            continue
+        if src.name.endswith(".pdf.txt"):
+            pages = src.read_text(encoding="utf-8").split("\f")
+            target = inbox / src.name.removesuffix(".txt")
+            title = pages[0].splitlines()[0]
+            target.write_bytes(text_pdf(pages, title=title, created=DEMO_PDF_DATE))
+        else:
+            target = inbox / src.name
+            target.write_bytes(src.read_bytes())
+        manifest.files.append(str(target))
+
+
 def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest:
     """Write the whole corpus under `out_dir` (and gold.jsonl to `gold_path`)."""
     out_dir = Path(out_dir)
@@ -1485,6 +1508,7 @@ def build(out_dir: Path = CORPUS_DIR, gold_path: Path | None = None) -> Manifest
 
     for agent in DEMO_AGENTS:  # the other agents: one module each (demo/agents/)
         agent.render(out_dir / agent.HOME, manifest)
+    render_inbox(DOCUMENTS_DIR, out_dir / "inbox", manifest)
     for path, entries in (
         (codex_home / "history.jsonl", codex_history),
         (codex_home / "session_index.jsonl", session_index),

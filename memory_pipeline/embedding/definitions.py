@@ -5,6 +5,7 @@ import dagster as dg
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.embedding.store import embed_window
+from memory_pipeline.inbox.definitions import inbox_documents
 from memory_pipeline.partitions import daily, single_run
 from memory_pipeline.resources import DatabaseResource, EmbeddingResource
 from memory_pipeline.semantic.definitions import semantic_memories
@@ -13,11 +14,12 @@ from memory_pipeline.semantic.definitions import semantic_memories
 @dg.asset(
     partitions_def=daily,
     backfill_policy=single_run,
-    deps=[semantic_memories],
+    deps=[semantic_memories, inbox_documents],
     group_name="embedding",
     kinds={"pgvector"},
     description=(
-        "The partition's memories cut into passages (at turn boundaries, each within the "
+        "The partition's memories (agent memories and inbox documents' passages) cut into "
+        "passages (at turn boundaries, each within the "
         "embedder's window), and vectors for memories, passages and each message a passage "
         "quotes (context packs rank and quote messages one by one) in the active embedding "
         "space (MEMORY_EMBEDDING_SPACE: local all-MiniLM-L6-v2 by default, or "

@@ -7,6 +7,8 @@ Sources (each a function below, each item linked to the memories it rests on):
   resurfaced     deep memories nobody has read for long (tuning: EXPRESS_RESURFACE_*)
   digest         the week in review, on the configured weekday
   question       open questions: `question` memories, and last prompts nobody answered
+  source         inbox documents stored or revised in the window that bear on an agent memory
+                 (a live edge from one of their passages), one item per document
 
 Correction episodes are never included, not even as evidence: they are user-attributed evidence
 for search and the dream cycle, not something to push at the user.
@@ -75,6 +77,7 @@ def compose(
         *change_items(conn, window),
         *resurfaced_items(conn, day, window[1]),
         *question_items(conn, window),
+        *source_items(conn, window),
     ]
     if day.weekday() == weekday_number(digest_weekday):
         candidates.extend(digest_items(conn, window[1]))
@@ -345,6 +348,52 @@ def question_items(conn: psycopg.Connection, window: tuple[datetime, datetime]) 
             )
         )
     return items
+
+
+def source_items(conn: psycopg.Connection, window: tuple[datetime, datetime]) -> list[Candidate]:
+    """New or revised inbox documents of the window with a live edge from one of their passages
+    to an agent memory: one item per document, its closest link (a decision first)."""
+    params = {"start": window[0], "end": window[1], "excluded": NOT_DELIVERED}
+    rows = _rows(
+        conn,
+        """
+        SELECT DISTINCT ON (s.id) s.kind, s.title AS doc_title,
+               coalesce(s.url, s.locator) AS location, sm.id::text AS memory_id,
+               sm.title AS memory_title, sm.metadata ->> 'position' AS position,
+               sm.depth_score, om.id::text AS other_id, om.title AS other_title,
+               om.project AS project
+        FROM inbox_sources s
+        JOIN inbox_passages p ON p.source_id = s.id
+        JOIN memories sm ON sm.id = p.memory_id AND sm.status = 'active'
+        JOIN memory_relationships r ON r.expired_at IS NULL
+             AND r.relation_type <> 'duplicate_of' AND sm.id IN (r.source_id, r.target_id)
+        JOIN memories om ON om.id = CASE WHEN r.source_id = sm.id THEN r.target_id
+                                         ELSE r.source_id END
+        WHERE s.revised_at > %(start)s AND s.revised_at <= %(end)s AND s.missing_since IS NULL
+          AND om.type NOT IN ('source', %(excluded)s) AND om.status IN ('active', 'explored')
+        ORDER BY s.id, (om.type = 'decision') DESC, coalesce(r.confidence, 0) DESC,
+                 om.created_at DESC, om.id
+        """,
+        params,
+    )
+    return [
+        Candidate(
+            kind="source",
+            topic=_topic(r["project"]),
+            memories=(
+                LinkedMemory(r["memory_id"], r["memory_title"], "subject"),
+                LinkedMemory(r["other_id"], r["other_title"], "evidence", r["project"]),
+            ),
+            base_score=_score("source", r["depth_score"]),
+            facts={
+                "title": r["doc_title"],
+                "kind": r["kind"],
+                "where": f"{r['location']} {r['position'] or ''}".strip(),
+                "related": r["other_title"],
+            },
+        )
+        for r in rows
+    ]
 
 
 def digest_items(conn: psycopg.Connection, now: datetime) -> list[Candidate]:

@@ -12,6 +12,7 @@ import re
 
 from memory_pipeline import tuning
 from memory_pipeline.express.models import Candidate, EditedItem
+from memory_pipeline.models.inbox import INBOX_KIND_LABELS
 
 EDITOR = "offline"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -99,6 +100,9 @@ def headline(candidate: Candidate) -> str:
         case "question":
             question = fit(f.get("question"))
             return fit(f"Open question: {question}")
+        case "source":
+            label = INBOX_KIND_LABELS.get(str(f.get("kind")), "source")
+            return fit(f"New {label} in your inbox: {clean(f.get('title'))}")
         case "digest":
             counts: dict[str, int] = f.get("counts") or {}  # type: ignore[assignment]
             parts = [f"{n} {_KIND_WORDS.get(t, (t, t + 's'))[n != 1]}" for t, n in counts.items()]
@@ -115,6 +119,8 @@ def detail(candidate: Candidate) -> str:
         return fit(f["note"], 300)
     if candidate.kind == "question" and f.get("task"):
         return fit(f"Asked in “{clean(f['task'])}” and not answered yet.", 300)
+    if candidate.kind == "source" and f.get("related"):
+        return fit(f"Bears on “{clean(f['related'])}” ({clean(f.get('where'))}).", 300)
     if candidate.kind == "synthesis" and f.get("content"):
         return fit(f["content"], 300)
     return ""

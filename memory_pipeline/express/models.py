@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 # Item kinds, in the words the CLI accepts for `--mute KIND`.
-KINDS = ("synthesis", "contradiction", "superseded", "resurfaced", "digest", "question")
+KINDS = ("synthesis", "contradiction", "superseded", "resurfaced", "digest", "question", "source")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,15 @@ changes nothing.
   `https://github.com/acme/billing.git`, also `acme/billing`), else the cwd's last directory;
   compared case-insensitively, globs allowed;
 - `source:KIND`: every task of one source (`codex`, `claude_code`, `chat_import`, ...: the
-  names in memory_pipeline/models/sources.py).
+  names in memory_pipeline/models/sources.py), or every inbox document of one kind (`article`,
+  `document`, `video`; memory_pipeline/models/inbox.py);
+- `path:GLOB`: an inbox file whose path matches the glob or lies under a directory that does
+  (`path:~/inbox/private/*`);
+- `domain:NAME`: an inbox page or video whose URL's host is NAME or a subdomain of it
+  (`domain:example.com` covers `blog.example.com`).
+
+The inbox (memory_pipeline/inbox) applies the same rules to documents: an excluded document is
+never stored (recorded as `excluded`), a private one's memories are private.
 
 A task that moved (a Codex turn_context or Claude Code record with another cwd) reports every
 directory it ran in (`cwds` of its native context): a `cwd:` rule matches any of them, and a
@@ -41,6 +49,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.models.inbox import INBOX_KINDS
 from memory_pipeline.models.sources import SOURCE_NAMES
 from memory_pipeline.settings import Settings
 
@@ -49,8 +58,8 @@ PRIVATE_KIND = "private"
 
 _TAG = re.compile(r"<\s*(/)?\s*private\b[^<>]*>", re.IGNORECASE)
 
-RuleKind = Literal["cwd", "repo", "source"]
-SOURCES = frozenset(SOURCE_NAMES)
+RuleKind = Literal["cwd", "repo", "source", "path", "domain"]
+SOURCES = frozenset({*SOURCE_NAMES, *INBOX_KINDS})
 
 
 def strip_private(text: str) -> tuple[str, int]:
@@ -90,6 +99,14 @@ class Rule:
     def matches(self, source: str, native_context: dict[str, Any]) -> bool:
         if self.kind == "source":
             return source == self.pattern
+        if self.kind in ("path", "domain"):  # inbox documents (memory_pipeline/inbox/store.py)
+            value = native_context.get(self.kind) if isinstance(native_context, dict) else None
+            if not isinstance(value, str) or not value:
+                return False
+            if self.kind == "path":
+                return _cwd_matches(self.pattern, value)
+            host, want = value.lower(), self.pattern.lower()
+            return host == want or host.endswith("." + want) or fnmatch.fnmatchcase(host, want)
         cwd = native_context.get("cwd") if isinstance(native_context, dict) else None
         cwd = cwd if isinstance(cwd, str) and cwd else None
         later = _later_cwds(native_context, cwd)
@@ -109,16 +126,16 @@ def parse_rules(text: str | None, variable: str) -> list[Rule]:
             continue
         kind, sep, pattern = item.partition(":")
         kind, pattern = kind.strip().lower(), pattern.strip()
-        if not sep or kind not in ("cwd", "repo", "source") or not pattern:
+        if not sep or kind not in ("cwd", "repo", "source", "path", "domain") or not pattern:
             raise UserError(
-                f"{variable}: {item!r} is not a rule; write cwd:GLOB, repo:NAME or source:KIND,"
-                " separated by commas"
+                f"{variable}: {item!r} is not a rule; write cwd:GLOB, repo:NAME, source:KIND,"
+                " path:GLOB or domain:NAME, separated by commas"
             )
         if kind == "source" and pattern not in SOURCES:
             raise UserError(
                 f"{variable}: unknown source {pattern!r}; use one of {', '.join(sorted(SOURCES))}"
             )
-        if kind == "cwd":
+        if kind in ("cwd", "path"):
             pattern = posixpath.normpath(_expand_home(pattern))
         rules.append(Rule(kind, pattern))  # type: ignore[arg-type]
     return rules

@@ -79,6 +79,13 @@ TABLES: tuple[Table, ...] = (
     Table("express_pushes", "briefings", text=("reason", "recipients", "subject")),
     Table("express_feedback", "feedback", text=("target", "note")),
     Table("forget_audit", "forget audit", json=("selector", "counts")),
+    Table(
+        "inbox_sources",
+        "inbox sources",
+        text=("title", "author", "site", "published", "url"),
+        json=("details",),
+    ),
+    Table("inbox_passages", "inbox sources", text=("position",)),
     Table("semantic_pass_runs", "semantic pass runs", json=("memory_counts",)),
 )
 
@@ -162,6 +169,12 @@ NO_USER_TEXT: dict[str, dict[str, str]] = {
     "express_pushes": {"status": "enum"},
     "forgotten_tasks": {"native_id": "a tombstone: the source's task id", "source": "enum"},
     "forgotten_turns": {"content_sha256": "a tombstone: a hash"},
+    "inbox_sources": {
+        "kind": "enum",
+        "locator": "its identity (a URL or the file's path) and the tombstone key",
+        "path": "the inbox file it was read from",
+        "content_sha256": "a hash of the extracted text",
+    },
     "memories": {
         "mem_class": "enum",
         "source_type": "enum",

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from memory_pipeline.models.inbox import INBOX_KINDS
+
 
 @dataclass(frozen=True)
 class Root:
@@ -192,6 +194,8 @@ SOURCES: tuple[SourceSpec, ...] = (
 DERIVED_SOURCES = ("dream_cycle",)
 
 SOURCE_NAMES: tuple[str, ...] = tuple(s.name for s in SOURCES)
+# Every `memories.source_type`: a captured task's source, the dream cycle's, an inbox kind.
+MEMORY_SOURCES: tuple[str, ...] = (*SOURCE_NAMES, *DERIVED_SOURCES, *INBOX_KINDS)
 BY_NAME: dict[str, SourceSpec] = {s.name: s for s in SOURCES}
 
 

@@ -120,7 +120,7 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("codex", "delegated"): 2,
         ("claude_code", "user_owned"): 14,
         ("claude_code", "delegated"): 2,
-        ("chat_import", "user_owned"): 3,
+        ("chat_import", "user_owned"): 4,
         ("opencode", "user_owned"): 1,
         ("opencode", "delegated"): 1,
         ("aider", "user_owned"): 1,
@@ -168,7 +168,7 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
     assert reasons == {
         "codex:interactive-cli": 16,
         "claude_code:typed-prompt": 14,
-        "chat_import:user-import": 3,
+        "chat_import:user-import": 4,
         "opencode:typed-prompt": 1,
         "aider:interactive-chat": 1,
         "kiro_cli:typed-prompt": 2,

@@ -19,7 +19,15 @@ from memory_pipeline.capture.sources import SourceRoots, demo_roots, factory
 from memory_pipeline.cli.capture import SOURCES as CLI_SOURCES
 from memory_pipeline.forget.privacy import SOURCES as RULE_SOURCES
 from memory_pipeline.forget.select import TASK_SOURCES
-from memory_pipeline.models.sources import SOURCE_NAMES, SOURCES, Root, SourceSpec, resolve_roots
+from memory_pipeline.models.inbox import INBOX_KINDS
+from memory_pipeline.models.sources import (
+    MEMORY_SOURCES,
+    SOURCE_NAMES,
+    SOURCES,
+    Root,
+    SourceSpec,
+    resolve_roots,
+)
 from memory_pipeline.settings import DEMO_CORPUS, Settings
 from serving.hooks import agents
 from serving.mcp.schema import SOURCES as MCP_SOURCES
@@ -36,8 +44,8 @@ def test_every_registered_source_builds_its_connector_with_its_name(tmp_path: Pa
 
 def test_the_registry_is_the_one_list_of_source_names() -> None:
     assert tuple(CLI_SOURCES) == SOURCE_NAMES == TASK_SOURCES
-    assert frozenset(SOURCE_NAMES) == RULE_SOURCES
-    assert set(SOURCE_NAMES) <= set(MCP_SOURCES)
+    assert frozenset(SOURCE_NAMES) | frozenset(INBOX_KINDS) == RULE_SOURCES
+    assert MCP_SOURCES == MEMORY_SOURCES
     assert len(set(SOURCE_NAMES)) == len(SOURCES)
 
 

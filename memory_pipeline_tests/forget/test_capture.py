@@ -118,8 +118,8 @@ def test_excluded_tasks_are_recorded_and_never_stored(
         conn.execute("SELECT source, evidence->>'rule' FROM capture_skips WHERE kind = 'task'")
     ) == {"codex": "repo:logslice", "chat_import": "source:chat_import"}
 
-    monkeypatch.setenv("MEMORY_EXCLUDE", "path:/x")
-    with pytest.raises(UserError, match="MEMORY_EXCLUDE: 'path:/x' is not a rule"):
+    monkeypatch.setenv("MEMORY_EXCLUDE", "host:/x")
+    with pytest.raises(UserError, match="MEMORY_EXCLUDE: 'host:/x' is not a rule"):
         capture_window(conn, src(tmp_path, home).connectors(), *ALL)
 
 

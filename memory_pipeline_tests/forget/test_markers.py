@@ -106,6 +106,19 @@ def test_examples() -> None:
     assert strip_private("x < privateer >") == ("x < privateer >", 0)
 
 
+def test_inbox_rules_match_documents_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`path:` and `domain:` rules (issue 33) match inbox documents, never an agent task."""
+    monkeypatch.setenv("HOME", "/home/mara")
+    rules = parse_rules("path:~/inbox/private, domain:example.com, source:video", "X")
+    cr = CaptureRules(exclude=tuple(rules))
+    assert cr.excluded_by("document", {"path": "/home/mara/inbox/private/a.md"}) == rules[0]
+    assert cr.excluded_by("document", {"path": "/home/mara/inbox/public/a.md"}) is None
+    assert cr.excluded_by("article", {"domain": "blog.example.com"}) == rules[1]
+    assert cr.excluded_by("article", {"domain": "notexample.com"}) is None
+    assert cr.excluded_by("video", {}) == rules[2]
+    assert cr.excluded_by("codex", {"cwd": "/home/mara/inbox/private"}) is None
+
+
 def test_rules_parse_and_match(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/home/mara")
     rules = parse_rules("cwd:~/clients/*, repo:acme/billing\nsource:chat_import", "MEMORY_EXCLUDE")
@@ -122,6 +135,6 @@ def test_rules_parse_and_match(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cr.excluded_by("chat_import", {}) == rules[2]
     repo_by_cwd = CaptureRules(exclude=tuple(parse_rules("repo:logslice", "X")))
     assert repo_by_cwd.excluded_by("claude_code", {"cwd": "/home/mara/src/logslice"})
-    for bad in ("cwd", "path:/x", "source:slack", "repo:"):
+    for bad in ("cwd", "host:/x", "source:slack", "repo:", "domain:"):
         with pytest.raises(UserError, match="MEMORY_EXCLUDE"):
             parse_rules(bad, "MEMORY_EXCLUDE")

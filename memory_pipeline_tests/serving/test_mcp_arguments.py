@@ -29,7 +29,7 @@ from mcp import Client
 
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.passages import sync_passages
-from memory_pipeline.models.sources import DERIVED_SOURCES, SOURCE_NAMES
+from memory_pipeline.models.sources import MEMORY_SOURCES
 from memory_pipeline_tests.support.memories import add_memory
 from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
@@ -37,8 +37,8 @@ from serving.search import QueryEmbedder
 
 pytestmark = pytest.mark.anyio
 
-SOURCES = [*SOURCE_NAMES, *DERIVED_SOURCES]
-assert {"codex", "claude_code", "chat_import", "dream_cycle"} <= set(SOURCES)
+SOURCES = list(MEMORY_SOURCES)
+assert {"codex", "claude_code", "chat_import", "dream_cycle", "article"} <= set(SOURCES)
 QUERY_TEXT = {("memory_search", "query"), ("memory_context", "task")}
 BAD = {"NUL": "token\x00bucket", "surrogate": "token\ud800bucket"}
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline import tuning
 from memory_pipeline.models.browse import MemoryType
-from memory_pipeline.models.sources import DERIVED_SOURCES, SOURCE_NAMES, names_help
+from memory_pipeline.models.sources import MEMORY_SOURCES, names_help
 from serving import browse
 from serving.mcp.arguments import REPLACED
 from serving.models import MemoryStatus, SearchHit
@@ -111,15 +111,16 @@ Statuses = Annotated[
 ]
 Projects = Annotated[Values, Field(description="Only these projects (any of).")]
 # What memories.source_type holds: the source of the task a memory was distilled from
-# (memory_pipeline/models/sources.py) or the dream cycle's syntheses.
-MemorySource = Literal[(*SOURCE_NAMES, *DERIVED_SOURCES)]  # type: ignore[valid-type]
+# (memory_pipeline/models/sources.py), the dream cycle's syntheses, or an inbox kind.
+MemorySource = Literal[MEMORY_SOURCES]  # type: ignore[valid-type]
 SOURCES: tuple[str, ...] = get_args(MemorySource)
 Sources = Annotated[
     list[MemorySource] | None,
     Field(
         max_length=len(SOURCES),
         description=f"Only memories from these sources (any of): {names_help()}, dream_cycle "
-        "(the dream cycle's syntheses).",
+        "(the dream cycle's syntheses), article, document, video (the inbox's web pages, "
+        "documents and video transcripts).",
     ),
 ]
 Tags = Annotated[Values, Field(description="Only memories with any of these tags.")]

@@ -22,7 +22,10 @@ CANDIDATE_COLUMNS = (
     "m.id::text, m.type, m.title, m.content, m.encoding_context, m.project, m.mem_class, m.status,"
     " m.depth_score, m.access_count, m.created_at, m.last_accessed_at, m.source_type, m.tags,"
     " m.updated_at, m.observation_count,"
-    " (SELECT p.task_id::text FROM memory_provenance p WHERE p.memory_id = m.id LIMIT 1)"
+    " (SELECT p.task_id::text FROM memory_provenance p WHERE p.memory_id = m.id LIMIT 1),"
+    # An inbox document's passage (issue 33): its URL or path and position, e.g.
+    # 'https://youtu.be/x 12:31', 'file:///home/me/inbox/plan.pdf p. 3'.
+    " CASE WHEN m.type = 'source' THEN concat_ws(' ', m.source_url, m.metadata ->> 'position') END"
 )
 
 
@@ -33,6 +36,7 @@ class CandidateRow:
     tags: list[str]
     updated_at: datetime
     observation_count: int  # > 1: near-duplicates folded into it (relationship discovery)
+    cite: str | None = None  # an inbox passage's URL or path and position
 
 
 def fused_candidates(conn: psycopg.Connection, fused: dict[str, float]) -> dict[str, CandidateRow]:
@@ -69,7 +73,7 @@ def _rows(
             rrf=rrf.get(mid, 0.0),
             task_id=str(r[16]) if r[16] else None,
         )
-        out[cand.id] = CandidateRow(cand, r[12], list(r[13] or []), r[14], r[15])
+        out[cand.id] = CandidateRow(cand, r[12], list(r[13] or []), r[14], r[15], r[17])
     return out
 
 

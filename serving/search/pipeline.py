@@ -155,6 +155,7 @@ def search(
                     provenance=chains.get(cand.id, []),
                     passages=matched.get(cand.id, []),
                     observation_count=row.observation_count,
+                    cite=row.cite,
                 )
             )
         if record_surface and ranked:

@@ -354,4 +354,60 @@ DESIGN_REVIEW = ImportChat(
     ),
 )
 
-CHATS = (PG_BACKUPS, RATE_LIMIT_ALGORITHMS, DESIGN_REVIEW)
+# A decision that cites an article of the demo inbox (memory_pipeline/demo/documents/): the
+# inbox stores the article as a source, and relationship discovery links the two.
+PARQUET_STREAMING = ImportChat(
+    key="team-chat-meterflow-parquet",
+    task_id="team-chat-2026-11-03-meterflow-parquet",
+    file="team-chat-2026-11-03.jsonl",
+    date="2026-11-03",
+    kind="humans",
+    timestamps="offset",
+    project="meterflow",
+    summary="Exported team chat: Mara and Priya decide how meterflow writes its monthly Parquet "
+    "rollups, citing the polars streaming article in the inbox.",
+    turns=(
+        ChatTurn(
+            prompt=(
+                Msg(
+                    MARA,
+                    "Did you read the article I dropped in the channel? "
+                    "https://dataeng.example/polars-streaming-sinks. It says sink_parquet on a "
+                    "lazy scan keeps peak memory flat because it never materialises the frame.",
+                    "10:02",
+                ),
+            ),
+            outcome=(
+                Msg(
+                    "Priya",
+                    "Yes. Their benchmark is close to our monthly rollup: one month of "
+                    "15-minute readings, and peak RSS went from about 14 GB with collect() "
+                    "to 1.3 GB with sink_parquet.",
+                    "10:04",
+                ),
+            ),
+        ),
+        ChatTurn(
+            prompt=(
+                Msg(
+                    MARA,
+                    "Decision, then: the monthly Parquet rollups are written with "
+                    "scan_parquet(...).group_by(...).sink_parquet() instead of collect() and "
+                    "write_parquet(), with row groups of 128k rows and zstd level 3, because "
+                    "that article's measurements match our data and it keeps the job under "
+                    "the 4 GB memory limit of the VM.",
+                    "10:07",
+                ),
+            ),
+            outcome=(
+                Msg(
+                    "Priya",
+                    "Agreed. I'll change the rollup job and link the article in the ADR.",
+                    "10:08",
+                ),
+            ),
+        ),
+    ),
+)
+
+CHATS = (PG_BACKUPS, RATE_LIMIT_ALGORITHMS, DESIGN_REVIEW, PARQUET_STREAMING)

@@ -1,0 +1,522 @@
+"""Storing inbox documents as sources, and their passages as `source` memories.
+
+One run (`capture_inbox`) looks at every file of MEMORY_INBOX_DIR and every URL its `*.url` files
+list, and for each document, in its own savepoint (a bad one is recorded, the others go on):
+
+1. reads it (readers.py) or records why not in `capture_skips` (kind 'file', source = the kind);
+2. skips it when forgotten (a tombstone in `forgotten_tasks` with source = kind, native id =
+   locator: a forgotten URL is never fetched again) or excluded (MEMORY_EXCLUDE `path:`,
+   `domain:` or `source:` rules, recorded as `excluded`);
+3. compares the sha256 of its extracted title and text with the stored one: the same content
+   changes nothing (re-adding is idempotent); new content is stored, and different content under
+   the same locator is a revision: the text is replaced in place, its passages are rewritten by
+   ordinal (the memory at each ordinal keeps its id, so embedding re-cuts and re-embeds it and
+   relationship discovery re-links it, expiring edges that stop holding), and passages beyond
+   the new count are deleted with their memories;
+4. redacts every passage, title and author (and replaces `<private>` blocks) before storage.
+
+A file that disappeared is not forgotten: its source is marked `missing_since` and stays
+searchable until `memory-pipeline inbox forget` removes it. The memories of a revision belong to
+the run's day (`partition_day`), so the same run's embedding and relationship steps process them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.capture.redact import redact
+from memory_pipeline.capture.report import CaptureReport
+from memory_pipeline.capture.store import Storable, record_file_issue
+from memory_pipeline.forget.privacy import CaptureRules, strip_private
+from memory_pipeline.forget.tombstones import task_forgotten
+from memory_pipeline.inbox import fetch as fetching
+from memory_pipeline.inbox.chunk import Passage, passages
+from memory_pipeline.inbox.readers import (
+    DOCUMENT_SUFFIXES,
+    HTML_SUFFIXES,
+    MHTML_SUFFIXES,
+    URL_SUFFIX,
+    BadFile,
+    Document,
+    kind_of,
+    read_document,
+)
+from memory_pipeline.models.inbox import INBOX_KIND_LABELS, INBOX_KINDS
+from memory_pipeline.semantic import classify
+
+log = logging.getLogger(__name__)
+
+OUTCOMES = ("new", "revised", "unchanged", "forgotten", "excluded", "failed", "missing")
+
+
+@dataclass
+class InboxReport:
+    """What one inbox run did, per kind (Dagster metadata, `memory-pipeline run`)."""
+
+    by_kind: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {k: dict.fromkeys(OUTCOMES, 0) for k in INBOX_KINDS}
+    )
+    passages_written: int = 0
+    passages_deleted: int = 0
+    redactions: int = 0
+    urls_fetched: int = 0
+    fetch_failures: dict[str, int] = field(default_factory=dict)
+    file_issues: dict[str, int] = field(default_factory=dict)
+    files_seen: int = 0
+
+    def count(self, kind: str, outcome: str) -> None:
+        self.by_kind[kind][outcome] += 1
+
+    def metadata(self) -> dict[str, Any]:
+        totals = {o: sum(k[o] for k in self.by_kind.values()) for o in OUTCOMES}
+        return {
+            "files_seen": self.files_seen,
+            "documents_new": totals["new"],
+            "documents_revised": totals["revised"],
+            "documents_unchanged": totals["unchanged"],
+            "documents_failed": totals["failed"],
+            "documents_missing": totals["missing"],
+            "passages_written": self.passages_written,
+            "passages_deleted": self.passages_deleted,
+            "redactions": self.redactions,
+            "urls_fetched": self.urls_fetched,
+            "by_kind": self.by_kind,
+            "fetch_failures": self.fetch_failures,
+            "file_issues": self.file_issues,
+        }
+
+
+@dataclass(frozen=True)
+class Item:
+    """One document to look at: an inbox file, or a URL (fetched into the cache)."""
+
+    kind: str
+    path: Path | None  # the file read (an inbox file, or the cached body of a URL)
+    url: str | None  # the URL asked for (a `.url` entry, `add`), None for a plain file
+    sidecar_url: str | None = None  # a saved page's URL from `<stem>.url` beside it
+
+
+def content_sha(doc: Document) -> str:
+    h = hashlib.sha256()
+    h.update(doc.title.encode("utf-8", "surrogatepass"))
+    for section in doc.sections:
+        h.update(b"\x00" + section.position.encode("utf-8", "surrogatepass"))
+        h.update(b"\x01" + section.text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def clean(text: str, fix: Storable) -> tuple[str, int]:
+    """Storable, `<private>` blocks replaced and secrets redacted: what may be stored."""
+    text, private = strip_private(fix.text(text))
+    text, found = redact(text)
+    return text, private + found.total
+
+
+def read_url_list(path: Path) -> list[str]:
+    """URLs of a `.url` file: one per line (`#` comments), or a Windows shortcut's `URL=`."""
+    data = path.read_bytes()[: 1024 * 1024]
+    urls = []
+    for raw in data.decode("utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "[")):
+            continue
+        if line.upper().startswith("URL="):
+            line = line[4:].strip()
+        elif "=" in line and not line.startswith("http"):
+            continue  # other shortcut keys (IconIndex=...)
+        urls.append(line)
+    return urls
+
+
+def discover(inbox: Path) -> tuple[list[Path], list[Path]]:
+    """The inbox's document files and URL-list files, sorted; hidden entries are left out."""
+    docs: list[Path] = []
+    lists: list[Path] = []
+    if not inbox.is_dir():
+        return docs, lists
+    for root, dirs, files in os.walk(inbox):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(root) / name
+            lower = name.lower()
+            if lower.endswith(URL_SUFFIX):
+                lists.append(path)
+            elif lower.endswith(DOCUMENT_SUFFIXES):
+                docs.append(path)
+    return docs, lists
+
+
+def items(
+    inbox: Path,
+    cache: Path,
+    conn: psycopg.Connection,
+    rules: CaptureRules,
+    report: InboxReport,
+    extra_urls: list[str] | None = None,
+) -> Iterator[Item]:
+    docs, lists = discover(inbox)
+    pages = {
+        p.with_suffix("") for p in docs if p.name.lower().endswith(HTML_SUFFIXES + MHTML_SUFFIXES)
+    }
+    sidecars: dict[Path, str] = {}
+    urls: list[str] = list(extra_urls or [])
+    for path in lists:
+        try:
+            listed = read_url_list(path)
+        except OSError as exc:
+            _issue(conn, "article", str(path), "unreadable", str(exc), report)
+            continue
+        if path.with_suffix("") in pages and listed:  # `post.url` beside `post.html`: its URL
+            sidecars[path.with_suffix("")] = listed[0]
+        else:
+            urls.extend(listed)
+    for path in docs:
+        report.files_seen += 1
+        kind = kind_of(path)
+        if kind is None:
+            continue
+        yield Item(kind, path, None, sidecars.get(path.with_suffix("")))
+    for url in dict.fromkeys(urls):
+        item = _url_item(url, cache, conn, rules, report)
+        if item is not None:
+            yield item
+
+
+def _url_item(
+    url: str, cache: Path, conn: psycopg.Connection, rules: CaptureRules, report: InboxReport
+) -> Item | None:
+    """A listed URL as an item, fetched first when the cache does not hold it."""
+    kind = "video" if fetching.is_youtube(url) else "article"
+    if _forgotten(conn, url):
+        report.count(kind, "forgotten")
+        return None
+    rule = rules.excluded_by(kind, _context(None, url))
+    if rule is not None:
+        report.count(kind, "excluded")
+        _issue(conn, kind, url, "excluded", f"matched {rule}", report)
+        return None
+    body = fetching.cached(url, cache)
+    if body is None:
+        try:
+            if kind == "video":
+                body = fetching.fetch_with_ytdlp(fetching.check_url(url), cache)
+                if body is None:
+                    report.count(kind, "failed")
+                    _issue(
+                        conn,
+                        kind,
+                        url,
+                        "waiting_for_yt_dlp",
+                        "install the video extra (pip install -e '.[video]') to fetch its"
+                        " subtitles",
+                        report,
+                    )
+                    return None
+            else:
+                body = fetching.save(fetching.fetch(url), cache)
+            report.urls_fetched += 1
+        except fetching.FetchError as exc:
+            report.fetch_failures[exc.reason] = report.fetch_failures.get(exc.reason, 0) + 1
+            report.count(kind, "failed")
+            _issue(conn, kind, url, exc.reason, str(exc), report)
+            return None
+    kind = kind_of(body) or kind
+    return Item(kind, body, url)
+
+
+def _forgotten(conn: psycopg.Connection, locator: str) -> bool:
+    return any(task_forgotten(conn, kind, locator) for kind in INBOX_KINDS)
+
+
+def _context(path: Path | None, url: str | None) -> dict[str, Any]:
+    """What the exclusion and private-tier rules match a document on (forget/privacy.py)."""
+    return {
+        "path": str(path) if path is not None else None,
+        "domain": (urlsplit(url).hostname or "").lower() if url else None,
+    }
+
+
+def _issue(
+    conn: psycopg.Connection, kind: str, where: str, reason: str, detail: str, report: InboxReport
+) -> None:
+    report.file_issues[reason] = report.file_issues.get(reason, 0) + 1
+    with conn.transaction():
+        record_file_issue(
+            conn, kind, ParseIssue(path=where, reason=reason, detail=detail), CaptureReport()
+        )
+
+
+def capture_inbox(
+    conn: psycopg.Connection,
+    inbox: Path,
+    cache: Path,
+    day: date,
+    progress: Callable[[str], None] | None = None,
+    extra_urls: list[str] | None = None,
+) -> InboxReport:
+    """Store every document of the inbox that is new or changed; memories on `day`."""
+    rules = CaptureRules.from_settings()
+    report = InboxReport()
+    seen_paths: set[str] = set()
+    for item in items(inbox, cache, conn, rules, report, extra_urls):
+        if item.path is not None and item.url is None:
+            seen_paths.add(str(item.path))
+        try:
+            with conn.transaction():
+                outcome = store_item(conn, item, rules, day, report)
+        except Exception as exc:
+            if conn.closed or conn.broken:
+                raise
+            log.warning("inbox %s: %s", item.url or item.path, exc)
+            outcome = "failed"
+            _issue(conn, item.kind, item.url or str(item.path), "store_failed", _line(exc), report)
+        report.count(item.kind, outcome)
+        if progress and sum(report.by_kind["article"].values()) % 25 == 24:
+            progress(f"inbox: {report.files_seen} files seen")
+    _mark_missing(conn, inbox, seen_paths, report)
+    return report
+
+
+def _line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
+def store_item(
+    conn: psycopg.Connection, item: Item, rules: CaptureRules, day: date, report: InboxReport
+) -> str:
+    """Store one document (the caller's savepoint); returns its outcome."""
+    path_key = str(item.path) if item.path is not None and item.url is None else None
+    st = item.path.stat() if item.path is not None else None
+    if path_key is not None and st is not None:
+        row = conn.execute(
+            "SELECT size, mtime_ns FROM inbox_sources WHERE path = %s", [path_key]
+        ).fetchone()
+        if row and row[0] == st.st_size and row[1] == st.st_mtime_ns:
+            conn.execute(
+                "UPDATE inbox_sources SET missing_since = NULL WHERE path = %s"
+                " AND missing_since IS NOT NULL",
+                [path_key],
+            )
+            return "unchanged"  # same size and mtime: not read again
+    if path_key is not None and _forgotten(conn, path_key):
+        return "forgotten"
+    where = item.url or path_key or ""
+    try:
+        assert item.path is not None
+        doc = read_document(item.path, url=item.url or item.sidecar_url)
+    except BadFile as exc:
+        _issue(conn, item.kind, where, exc.reason, exc.detail, report)
+        return "failed"
+    except OSError as exc:
+        _issue(conn, item.kind, where, "unreadable", _line(exc), report)
+        return "failed"
+    url = item.url or item.sidecar_url or doc.url
+    locator = item.url or doc.url or item.sidecar_url or path_key or where
+    if _forgotten(conn, locator):
+        return "forgotten"
+    context = _context(item.path if path_key else None, url)
+    rule = rules.excluded_by(doc.kind, context)
+    if rule is not None:
+        _issue(conn, doc.kind, where, "excluded", f"matched {rule}", report)
+        return "excluded"
+    private = rules.is_private(doc.kind, context)
+    sha = content_sha(doc)
+    row = conn.execute(
+        "SELECT id, content_sha256, kind FROM inbox_sources WHERE locator = %s FOR UPDATE",
+        [locator],
+    ).fetchone()
+    size, mtime = (st.st_size, st.st_mtime_ns) if st is not None else (None, None)
+    if row and row[1] == sha:
+        conn.execute(
+            "UPDATE inbox_sources SET size = %s, mtime_ns = %s, path = coalesce(%s, path),"
+            " missing_since = NULL WHERE id = %s",
+            [size, mtime, path_key, row[0]],
+        )
+        return "unchanged"
+    fix = Storable()
+    title, n_title = clean(doc.title, fix)
+    author, n_author = clean(doc.author, fix) if doc.author else (None, 0)
+    cut = passages(doc.sections)
+    shown_url, n_url = clean(url, fix) if url else (None, 0)
+    redactions = n_title + n_author + n_url
+    values = [
+        doc.kind,
+        locator,
+        shown_url,
+        path_key,
+        title,
+        author,
+        fix.optional(doc.site),
+        fix.optional(doc.published),
+        Jsonb(fix.json(doc.details)),
+        sha,
+        size,
+        mtime,
+        len(cut),
+        private,
+        day,
+    ]
+    if row is None:
+        source_id = conn.execute(
+            "INSERT INTO inbox_sources (kind, locator, url, path, title, author, site, published,"
+            " details, content_sha256, size, mtime_ns, passages, private, partition_day)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            values,
+        ).fetchone()[0]  # type: ignore[index]
+        outcome = "new"
+    else:
+        source_id = row[0]
+        conn.execute(
+            "UPDATE inbox_sources SET kind = %s, locator = %s, url = %s,"
+            " path = coalesce(%s, path), title = %s, author = %s, site = %s, published = %s,"
+            " details = %s, content_sha256 = %s, size = %s, mtime_ns = %s, passages = %s,"
+            " private = %s, partition_day = %s, revisions = revisions + 1, revised_at = now(),"
+            " missing_since = NULL WHERE id = %s",
+            [*values, source_id],
+        )
+        outcome = "revised"
+    redactions += _write_passages(
+        conn, source_id, doc, title, shown_url, locator, cut, private, day, fix, report, mtime
+    )
+    conn.execute("UPDATE inbox_sources SET redactions = %s WHERE id = %s", [redactions, source_id])
+    report.redactions += redactions
+    return outcome
+
+
+def _write_passages(
+    conn: psycopg.Connection,
+    source_id: UUID,
+    doc: Document,
+    title: str,
+    url: str | None,
+    locator: str,
+    cut: list[Passage],
+    private: bool,
+    day: date,
+    fix: Storable,
+    report: InboxReport,
+    mtime_ns: int | None = None,
+) -> int:
+    created = created_at(doc, mtime_ns)
+    existing = dict(
+        conn.execute(
+            "SELECT ordinal, memory_id FROM inbox_passages WHERE source_id = %s", [source_id]
+        ).fetchall()
+    )
+    redactions = 0
+    source_url = url or _file_url(locator)
+    label = INBOX_KIND_LABELS[doc.kind]
+    context = " · ".join(p for p in (label, doc.site, title) if p)[:200]
+    for passage in cut:
+        text, n = clean(passage.text, fix)
+        position, _ = clean(passage.position, fix)
+        redactions += n
+        memory_title = f"{title} — {position}" if position.lstrip("§ ") != title else title
+        metadata = {
+            "inbox_source_id": str(source_id),
+            "position": position,
+            "locator": locator,
+            "document_title": title,
+        }
+        if passage.heading:
+            metadata["section"] = fix.text(passage.heading)
+        mem_class = "procedural" if classify.is_procedural(text) else "semantic"
+        depth = classify.depth_score("segment", text)  # raw text, like a segment
+        fields = [
+            memory_title[:500],
+            text,
+            source_url,
+            doc.kind,
+            Jsonb(metadata),
+            mem_class,
+            depth,
+            context,
+            day,
+            private,
+            created,
+        ]
+        memory_id = existing.pop(passage.ordinal, None)
+        if memory_id is None:
+            memory_id = conn.execute(
+                "INSERT INTO memories (type, title, content, source_url, source_type, metadata,"
+                " mem_class, depth_score, encoding_context, partition_day, private, created_at)"
+                " VALUES ('source', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                fields,
+            ).fetchone()[0]  # type: ignore[index]
+            conn.execute(
+                "INSERT INTO inbox_passages (source_id, ordinal, position, memory_id)"
+                " VALUES (%s, %s, %s, %s)",
+                [source_id, passage.ordinal, position, memory_id],
+            )
+        else:
+            conn.execute(
+                "UPDATE memories SET title = %s, content = %s, source_url = %s,"
+                " source_type = %s, metadata = %s, mem_class = %s, depth_score = %s,"
+                " encoding_context = %s, partition_day = %s, private = %s, created_at = %s"
+                " WHERE id = %s",
+                [*fields, memory_id],
+            )
+            conn.execute(
+                "UPDATE inbox_passages SET position = %s WHERE source_id = %s AND ordinal = %s",
+                [position, source_id, passage.ordinal],
+            )
+        report.passages_written += 1
+    if existing:  # the revision is shorter: its extra passages go, with their memories
+        conn.execute("DELETE FROM memories WHERE id = ANY(%s)", [list(existing.values())])
+        report.passages_deleted += len(existing)
+    return redactions
+
+
+def created_at(doc: Document, mtime_ns: int | None) -> datetime:
+    """When a document's content was made, its memories' `created_at` (recency ranks by it): the
+    date it gives (published, uploaded), else its file's mtime, else now. A document read today
+    is not new knowledge when it was written two years ago."""
+    if doc.published:
+        try:
+            value: datetime | None = datetime.fromisoformat(doc.published[:25])
+        except ValueError:
+            value = None
+        if value is not None:
+            return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if mtime_ns is not None:
+        return datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
+    return datetime.now(UTC)
+
+
+def _file_url(locator: str) -> str:
+    return locator if "://" in locator else Path(locator).absolute().as_uri()
+
+
+def _mark_missing(
+    conn: psycopg.Connection, inbox: Path, seen: set[str], report: InboxReport
+) -> None:
+    """Sources whose inbox file is gone: marked missing, never forgotten."""
+    rows = conn.execute(
+        "SELECT id, kind, path FROM inbox_sources WHERE path IS NOT NULL AND missing_since IS NULL"
+        " AND path LIKE %s",
+        [str(inbox).rstrip("/") + "/%"],
+    ).fetchall()
+    gone = [(r[0], r[1]) for r in rows if r[2] not in seen and not Path(r[2]).exists()]
+    if gone:
+        with conn.transaction():
+            conn.execute(
+                "UPDATE inbox_sources SET missing_since = now() WHERE id = ANY(%s)",
+                [[g[0] for g in gone]],
+            )
+        for _, kind in gone:
+            report.count(kind, "missing")
