@@ -67,7 +67,8 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
     assert first_run.returncode == 0, first_run.stderr[-3000:]
     assert "http://127.0.0.1:3000" in first_run.stderr
     rows = counts(home)
-    assert (rows["captured_tasks"], rows["agent_turns"]) == (0, 0)  # TO SET
+    # The demo: Codex, Claude Code, chat imports, OpenCode, Aider, Kiro CLI and IDE, Cursor.
+    assert (rows["captured_tasks"], rows["agent_turns"]) == (43, 178)
     assert rows["memories"] == rows["memory_embeddings"] > rows["topic_segments"] > 0
     backups = [p for p in (home / "backups").iterdir() if not p.name.startswith(".")]
     assert len(backups) == 1

@@ -7,7 +7,7 @@ Dagster (`user_triggered`, or `session_start` when an agent asks at the start of
 """
 
 import zoneinfo
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -19,7 +19,9 @@ from memory_pipeline.dream.store import new_memories_since_last_run
 from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.jobs import DREAM_JOB, IN_PROGRESS, WAITING
 from memory_pipeline.partitions import daily
-from memory_pipeline.resources import DatabaseResource, EmbeddingResource
+from memory_pipeline.relationships.judges import judge_for
+from memory_pipeline.relationships.store import discover_window
+from memory_pipeline.resources import DatabaseResource, EmbeddingResource, SemanticResource
 from memory_pipeline.settings import Settings
 
 RUN_TYPE_TAG = "memory/dream_run_type"
@@ -89,7 +91,9 @@ def dream_config(
         "candidates, four evaluators vote (3 of 4 accept), and accepted candidates become "
         "'dream-cycle' memories, embedded and searchable, in one transaction per run; a "
         "SUPERSEDE retires a reversed decision. Writes a Markdown digest under "
-        "MEMORY_HOME/dream/. Ollama (MEMORY_DREAM_MODEL) or offline rules."
+        "MEMORY_HOME/dream/. Ollama (MEMORY_DREAM_MODEL) or offline rules. Its new memories "
+        "are linked (relationship discovery over the day) in the same step, so a second run "
+        "finds nothing left to do."
     ),
 )
 def dream_cycle(
@@ -97,6 +101,7 @@ def dream_cycle(
     db: DatabaseResource,
     embedding: EmbeddingResource,
     dream: DreamResource,
+    semantic: SemanticResource,
 ) -> dg.MaterializeResult:
     run_type = context.run.tags.get(RUN_TYPE_TAG, "user_triggered")
     day = datetime.fromisoformat(context.partition_key).date()
@@ -109,6 +114,9 @@ def dream_cycle(
             config=dream.config(),
             progress=context.log.info,
         )
+        # Its new memories' edges now, not in the next run's relationship step (idempotence).
+        judge = judge_for(semantic.ollama_host, semantic.model, semantic.timeout_s)
+        linked = discover_window(conn, judge, day, day + timedelta(days=1), context.log.info)
         keywords = refresh_for_asset(conn, context.log)  # its new memories' passages
     return dg.MaterializeResult(
         metadata={
@@ -134,6 +142,8 @@ def dream_cycle(
             # The digest quotes memories: it stays in MEMORY_HOME/dream/ and dream_cycle_runs,
             # where `forget` reaches it, never in Dagster's event log (counts and ids only).
             "digest_path": report.digest_path or "",
+            "relationships_scanned": linked.scanned,
+            "relationship_edges_added": sum(linked.added.values()),
         }
     )
 

@@ -12,7 +12,7 @@ import psycopg
 from memory_pipeline.dream import definitions as dream_defs
 from memory_pipeline.dream.definitions import RUN_TYPE_TAG, noon_schedule, post_learn_request
 from memory_pipeline.jobs import dream_job
-from memory_pipeline.resources import DatabaseResource, EmbeddingResource
+from memory_pipeline.resources import DatabaseResource, EmbeddingResource, SemanticResource
 from memory_pipeline_tests.dream.helpers import mem, reversed_decisions
 
 
@@ -64,6 +64,7 @@ def test_dream_job_materializes_with_its_run_type(
             "dream": dream_defs.DreamResource(
                 memory_home=str(tmp_path), ollama_host="http://127.0.0.1:9"
             ),
+            "semantic": SemanticResource(ollama_host="http://127.0.0.1:9"),
         },
     )
     assert result.success
@@ -71,6 +72,7 @@ def test_dream_job_materializes_with_its_run_type(
     meta = {k: v.value for k, v in mat.metadata.items()}
     assert meta["run_type"] == "scheduled" and meta["backend"] == "offline-rules"
     assert meta["memories_superseded"] == 1 and "digest" not in meta  # no memory text
+    assert meta["relationships_scanned"] == meta["memories_created"]  # its new ones, linked
     assert "Superseded memories" in Path(str(meta["digest_path"])).read_text()
     assert conn.execute("SELECT run_type FROM dream_cycle_runs").fetchall() == [("scheduled",)]
     assert conn.execute("SELECT status FROM memories WHERE id = %s", [older]).fetchone() == (
