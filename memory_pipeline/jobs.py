@@ -24,7 +24,11 @@ IN_PROGRESS = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED)
 ingest_job = dg.define_asset_job(
     INGEST_JOB,
     selection=dg.AssetSelection.assets(
-        "captured_tasks", "semantic_memories", "memory_embeddings", "memory_relationships"
+        "captured_tasks",
+        "semantic_memories",
+        "memory_embeddings",
+        "memory_entities",
+        "memory_relationships",
     ),
     # One process for the three steps: a subprocess per step costs 7 to 17 s of Python and
     # Dagster start-up each, several times what the steps themselves take on a new turn. The

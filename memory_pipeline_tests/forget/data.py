@@ -160,11 +160,11 @@ def build(conn: psycopg.Connection, private_a: bool = False) -> World:
         [decision_a, b.segment_memory],
     )
     only_a = conn.execute(
-        "INSERT INTO entities (category, name) VALUES ('DefinedTerm', 'FORGETME entity')"
+        "INSERT INTO entities (category, name) VALUES ('tool', 'FORGETME entity')"
         " RETURNING id"
     ).fetchone()[0]  # type: ignore[index]
     shared = conn.execute(
-        "INSERT INTO entities (category, name) VALUES ('DefinedTerm', 'KEEPALIVE entity')"
+        "INSERT INTO entities (category, name) VALUES ('tool', 'KEEPALIVE entity')"
         " RETURNING id"
     ).fetchone()[0]  # type: ignore[index]
     conn.execute(
