@@ -995,6 +995,14 @@ PACK_TITLE_CHARS = 60
 # How many of the memories that did not fit a pack lists by name (all are counted).
 PACK_MAX_LEFT_OUT_LISTED = 10
 
+# --- intent router: entity packs (serving/router.py, serving/entity_pack.py) -----------------
+# LOOKUP packs at most this many mentions (the latest that match the question best).
+ROUTER_LOOKUP_LINES = 8
+# One mention line is cut to this many characters (a line per mention: many fit a budget).
+ROUTER_LINE_CHARS = 480
+# Distilled memories whose own mention is a line of an entity pack (segments come by turns).
+ROUTER_MEMORY_MENTION_TYPES = ("decision", "insight", "synthesis")
+
 # --- limits ---------------------------------------------------------------------------------
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50

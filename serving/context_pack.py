@@ -41,6 +41,7 @@ from memory_pipeline import tuning
 from memory_pipeline.embedding.passages import PIECE_NUMBER, PIECES_FROM
 from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
+from serving import entity_pack
 from serving.models import (
     ContextItem,
     ContextPack,
@@ -97,21 +98,20 @@ def context(
         return ContextPack(
             query=query, token_budget=token_budget, tokens_used=0, truncated=False, items=[]
         )
-    response = search(
-        conn,
-        query,
-        embedder=embedder,
-        limit=tuning.MAX_LIMIT,
-        filters=filters,
-        project_context=project_context,
-        temporal_context=False,  # a pack quotes matches; neighbours in time matched nothing
-        record_surface=None,
-        passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
-        near_passages=True,
-    )
-    hits = [
-        h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
-    ]
+    # --- intent router (serving/router.py, serving/entity_pack.py) -------------------------
+    # A query naming an entity: LOOKUP / AGGREGATE are answered from its mentions; RECALL
+    # searches the memories mentioning it first. A query naming none is untouched.
+    route, routed = entity_pack.plan(conn, query, filters)
+    if route.entities and route.intent != "recall":
+        pack = entity_pack.mention_pack(conn, query, token_budget, route, routed)
+        if record_surface and pack.items:
+            record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
+        return pack
+    hits = _hits(conn, query, embedder, routed, project_context)
+    filtered = routed.entity_ids is not None
+    if filtered and not hits and not filters.entities:  # nothing mentioning it matched
+        hits, filtered = _hits(conn, query, embedder, filters, project_context), False
+    # --- end of the router's part -----------------------------------------------------------
     with conn.transaction():
         flags = memory_flags(  # relationships: <= 2 per item
             conn, [str(h.id) for h in hits], include_private=filters.include_private
@@ -130,9 +130,35 @@ def context(
             passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
         )
         pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
+        if route.changes_pack:  # the router's part: say how it shaped the pack
+            pack.route = entity_pack.describe(route, filtered)
         if record_surface and pack.items:
             record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
     return pack
+
+
+def _hits(
+    conn: psycopg.Connection,
+    query: str,
+    embedder: QueryEmbedder | None,
+    filters: SearchFilters,
+    project_context: str | None,
+) -> list[SearchHit]:
+    response = search(
+        conn,
+        query,
+        embedder=embedder,
+        limit=tuning.MAX_LIMIT,
+        filters=filters,
+        project_context=project_context,
+        temporal_context=False,  # a pack quotes matches; neighbours in time matched nothing
+        record_surface=None,
+        passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
+        near_passages=True,
+    )
+    return [
+        h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
+    ]
 
 
 def _neighbours_and_sizes(

@@ -25,7 +25,7 @@ from memory_pipeline.models.browse import (
     Timeline,
 )
 from memory_pipeline.models.provenance import Provenance
-from serving.models import ContextItem, ContextPack, PassageTurn, SearchHit
+from serving.models import ContextItem, ContextPack, PackRoute, PassageTurn, SearchHit
 
 # Control characters (except tab and newline) and invisible format characters (zero-width
 # spaces and joiners, bidi overrides): they can hide or reorder text in an agent's context.
@@ -187,6 +187,20 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def route_line(route: PackRoute) -> str:
+    """How the router shaped a pack, and the aliases it could not resolve (ask, don't guess)."""
+    line = f"route: {route.intent}"
+    if route.entities:
+        line += " about " + ", ".join(route.entities)
+        if route.intent == "recall":
+            line += " (memories mentioning it)" if route.filtered else " (none mentioned it)"
+    if route.time:
+        line += f"; time: {route.time}"
+    for a in route.ambiguous:
+        line += f"\nambiguous: {a}; ask which one is meant"
+    return line
+
+
 def pack_text(pack: ContextPack) -> str:
     head = (
         f"Context pack for: {clean(pack.query)}\n"
@@ -194,6 +208,8 @@ def pack_text(pack: ContextPack) -> str:
         f"{' (truncated: more that matched did not fit)' if pack.truncated else ''}.\n"
         f"{pack.note}"
     )
+    if pack.route is not None:  # the intent router shaped this pack (serving/router.py)
+        head += "\n" + clean(route_line(pack.route))
     parts = [head, *(pack_item_text(item) for item in pack.items)]
     if pack.left_out_count:  # ids only (kinds and titles are in the structured output)
         listed = " ".join(str(o.memory_id) for o in pack.left_out)
