@@ -163,3 +163,49 @@ class ContextPack(BaseModel):
         "`from`, [t13 near] the turn next to a match, [t12 cut] "
         f"part of turn 12. Counted as {tuning.CHARS_PER_TOKEN} characters per token."
     )
+
+
+class EntityMention(BaseModel):
+    """One mention of an entity: a memory, or a turn of a captured task, that names it."""
+
+    at: datetime  # when it was said (the turn's time, else the memory's)
+    memory_id: UUID | None  # the memory (for a turn: the segment quoting it)
+    kind: str
+    title: str
+    line: str  # the message or memory that names it, cut to one line
+    extractor: str  # identifier, speaker, alias, pattern, project, command, ollama
+    confidence: float
+    source: str | None = None
+    native_task_id: str | None = None
+    turn: int | None = None  # the turn's ordinal in its task
+
+
+class EntitySummary(BaseModel):
+    id: UUID
+    name: str
+    type: str
+    aliases: list[str] = Field(default_factory=list)
+    identifiers: list[str] = Field(default_factory=list)
+    memories: int = 0  # visible memories that mention it
+    turns: int = 0  # captured turns that mention it
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class EntityTimeline(BaseModel):
+    """An entity's mentions over time (newest first), or the entities a name could mean."""
+
+    query: str
+    entity: EntitySummary | None = None
+    mentions: list[EntityMention] = Field(default_factory=list)
+    truncated: bool = False  # more mentions than the limit
+    # The name names several entities (or none): these are the candidates; ask which.
+    candidates: list[EntitySummary] = Field(default_factory=list)
+    # No name asked: the entities most mentioned, of `total`.
+    entities: list[EntitySummary] = Field(default_factory=list)
+    total: int | None = None
+
+
+class EntityList(BaseModel):
+    entities: list[EntitySummary]
+    total: int

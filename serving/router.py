@@ -28,7 +28,7 @@ import psycopg
 
 from memory_pipeline import tuning
 from memory_pipeline.entities.extract import NOT_NAMES, normal
-from serving.text import _STOPWORDS
+from serving.text import tokens
 
 Intent = Literal["lookup", "aggregate", "recall"]
 
@@ -194,7 +194,7 @@ def entities_in(
     for first, last, text in sorted(found, key=lambda s: (-(s[1] - s[0]), s[0])):
         if text not in nodes or taken & set(range(first, last)):
             continue
-        if last - first == 1 and (text in _STOPWORDS or text in NOT_NAMES):
+        if last - first == 1 and (not tokens(text) or text in NOT_NAMES):
             continue
         taken |= set(range(first, last))
         candidates = sorted(nodes[text], key=lambda c: str(c[0]))
