@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from memory_pipeline.entities.store import extract_window
-from memory_pipeline_tests.serving.test_entity_pack import START, END, build
+from memory_pipeline_tests.serving.test_entity_pack import END, START, build
 from memory_pipeline_tests.support.memories import add_memory
 from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
