@@ -92,9 +92,13 @@ _RELATIVES = (
     "grandma|grandmother|grandpa|grandfather|roommate|girlfriend|boyfriend|mentor|niece|nephew"
 )
 _PERSON = re.compile(rf"\b(?:[Mm]y|[Oo]ur|[Hh]is|[Hh]er|[Tt]heir) (?:{_RELATIVES}),? {_CAP_NAME}")
+# A place by its phrasing, said of a person ("she moved to Lisbon", "I grew up in Oslo") or of a
+# trip: "the worker moved to Celery" names no subject that can travel, so it is no place.
+_SUBJECT = r"(?:I|[Hh]e|[Ss]he|[Tt]hey|[Ww]e|[A-Z][a-z]+)(?: (?:just|recently|finally|also|once))?"
 _PLACE = re.compile(
-    r"\b(?:visited|visiting|a trip to|trip to|travell?ed to|moved to|moving to|flew to|"
-    r"vacation in|holiday in|lives in|live in|lived in|living in|born in|grew up in)"
+    rf"(?:\b{_SUBJECT} (?:visited|travell?ed to|moved to|flew to|live in|lives in|lived in|"
+    r"grew up in|was born in|were born in)"
+    r"|\b(?:a trip to|trip to|vacation in|holiday in|holidays in|visiting|born in))"
     rf" {_CAP_NAME}"
 )
 _ORG = re.compile(

@@ -302,17 +302,25 @@ class _Registry:
                     [ident, entity],
                 )
                 self.ids[ident] = entity
+        if "@" not in found.name and found.category == "person":
+            # a person first known by an address or handle takes the name once one is given
+            self.conn.execute(
+                "UPDATE entities SET name = %s, updated_at = now() WHERE id = %s"
+                " AND name LIKE '%%@%%'",
+                [found.name[:200], entity],
+            )
         self._aliases(entity, found)
         return entity
 
     def by_name(self, found: Found) -> list[UUID]:
         """The nodes of this type holding the name as an alias; a new node when none does."""
         key = normal(found.name)
-        holders = sorted(
-            (e for e, cat in self.alias.get(key, {}).items() if cat == found.category), key=str
-        )
+        known = self.alias.get(key, {})
+        holders = sorted((e for e, cat in known.items() if cat == found.category), key=str)
         if holders:
             return holders
+        if any(cat not in NAME_TYPES for cat in known.values()):
+            return []  # "moved to Postgres": a name already known as a package, tool, project...
         return [self.resolve(_keyed(found))]
 
     def aliases(self) -> dict[str, list[tuple[UUID, str]]]:
