@@ -995,6 +995,12 @@ PACK_TITLE_CHARS = 60
 # How many of the memories that did not fit a pack lists by name (all are counted).
 PACK_MAX_LEFT_OUT_LISTED = 10
 
+# --- current value first (serving/current_first.py) -------------------------------------------
+# A reversed or superseded memory whose successor matched too is cut to one flagged line of this
+# many characters, unless the pack's budget is at least PACK_GENEROUS_TOKENS.
+PACK_REVERSED_LINE_CHARS = 160
+PACK_GENEROUS_TOKENS = 4000
+
 # --- intent router: entity packs (serving/router.py, serving/entity_pack.py) -----------------
 # LOOKUP packs at most this many mentions (the latest that match the question best).
 ROUTER_LOOKUP_LINES = 8

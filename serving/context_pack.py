@@ -42,6 +42,7 @@ from memory_pipeline.embedding.passages import PIECE_NUMBER, PIECES_FROM
 from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
 from serving import entity_pack
+from serving.current_first import drop_orphaned_reversals, order_current_first
 from serving.models import (
     ContextItem,
     ContextPack,
@@ -117,12 +118,20 @@ def context(
             conn, [str(h.id) for h in hits], include_private=filters.include_private
         )
         hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
+        # The current value first (serving/current_first.py): a reversed memory after its
+        # matched successor, cut to a flagged line unless the budget is generous.
+        hits, reversed_by, cut = order_current_first(
+            conn, hits, token_budget, filters.include_private
+        )
         neighbours, sizes = _neighbours_and_sizes(conn, hits)
+        for pid in cut:
+            neighbours.pop(pid, None)
         quotable = [
             p
             for h in hits
             if h.type == "segment"
             for m in h.passages
+            if str(m.id) not in cut
             for p in (m, *neighbours.get(str(m.id), []))
         ]
         pieces = _pieces(conn, quotable, query, embedder)
@@ -130,6 +139,8 @@ def context(
             passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
         )
         pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
+        if reversed_by:
+            pack = drop_orphaned_reversals(pack, reversed_by)
         if route.changes_pack:  # the router's part: say how it shaped the pack
             pack.route = entity_pack.describe(route, filtered)
         if record_surface and pack.items:
