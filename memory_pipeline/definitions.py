@@ -14,6 +14,7 @@ from memory_pipeline.db import definitions as database
 from memory_pipeline.dream import definitions as dream
 from memory_pipeline.dream.definitions import DreamResource
 from memory_pipeline.embedding import definitions as embedding
+from memory_pipeline.entities import definitions as entities
 from memory_pipeline.express import definitions as express
 from memory_pipeline.express.resource import ExpressResource
 from memory_pipeline.inbox import definitions as inbox
@@ -51,6 +52,7 @@ defs = dg.Definitions.merge(
     inbox.defs,
     semantic.defs,
     embedding.defs,
+    entities.defs,
     relationships.defs,
     dream.build_defs(Settings.from_env()),
     reinforcement.defs,

@@ -28,6 +28,7 @@ ingest_job = dg.define_asset_job(
         "inbox_documents",
         "semantic_memories",
         "memory_embeddings",
+        "memory_entities",
         "memory_relationships",
     ),
     # One process for the three steps: a subprocess per step costs 7 to 17 s of Python and

@@ -31,9 +31,15 @@ from memory_pipeline.resources import (
 from memory_pipeline.semantic.store import days_with_pending_passes, ready_revisions
 from memory_pipeline.tuning import SEMANTIC_SENSOR_INTERVAL_S
 
-# What a semantic pass request runs: the pass, the vectors of what it stores and their edges.
-# Capture is left out: the transcript sensor requests it when files change.
-PASS_ASSETS = ("semantic_memories", "memory_embeddings", "memory_relationships")
+# What a semantic pass request runs: the pass, the vectors of what it stores, its entity
+# mentions and its edges. Capture is left out: the transcript sensor requests it when files
+# change.
+PASS_ASSETS = (
+    "semantic_memories",
+    "memory_embeddings",
+    "memory_entities",
+    "memory_relationships",
+)
 
 
 def semantic_pass_request(

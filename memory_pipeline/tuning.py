@@ -559,6 +559,85 @@ KEYWORD_INDEX_WRITER_HEAP_BYTES = 128 * 1024 * 1024
 # reorders close scores at the top); the rest keep tantivy's score.
 BM25_INDEX_EXACT_PASSAGES = 100
 
+# --- entities: nodes and mentions (memory_pipeline/entities/) --------------------------------
+# The closed type set (sql/036): an extractor returns nothing rather than invent a type.
+ENTITY_TYPES = (
+    "person",
+    "project",
+    "repository",
+    "package",
+    "file",
+    "host",
+    "tool",
+    "place",
+    "organisation",
+)
+# Confidence of each offline extractor's mentions: deterministic identifiers and speakers are
+# certain; an alias (a name known from earlier mentions) and a backticked command less so; a
+# name found by its phrasing ("my friend X", "moved to X", "works at X") least.
+ENTITY_CONFIDENCE = {
+    "identifier": 1.0,
+    "speaker": 1.0,
+    "project": 1.0,
+    "alias": 0.9,
+    "command": 0.9,
+    "pattern": 0.7,
+}
+# Speakers that name a role, not a person: never a person node.
+ENTITY_ROLE_SPEAKERS = ("user", "agent", "assistant", "system", "codex", "claude", "ai", "bot")
+# Tools recognised as the first word of a backticked command (`git rebase`, `make test`).
+ENTITY_KNOWN_TOOLS = (
+    "git",
+    "make",
+    "docker",
+    "kubectl",
+    "helm",
+    "terraform",
+    "pytest",
+    "ruff",
+    "mypy",
+    "npm",
+    "pnpm",
+    "yarn",
+    "cargo",
+    "go",
+    "pip",
+    "uv",
+    "poetry",
+    "psql",
+    "pg_dump",
+    "pg_restore",
+    "redis-cli",
+    "curl",
+    "ssh",
+    "rsync",
+    "gh",
+    "brew",
+    "apt-get",
+    "systemctl",
+    "journalctl",
+    "ollama",
+    "dagster",
+    "memory-pipeline",
+    "node",
+    "python",
+    "python3",
+    "k3s",
+    "nginx",
+    "jq",
+)
+# Longest alias scanned, in words ("New York City", "Bayview Institute of Art").
+ENTITY_ALIAS_MAX_WORDS = 4
+# Aliases shorter than this are never scanned (initials and two-letter words match anything).
+ENTITY_ALIAS_MIN_CHARS = 3
+# Ollama backend: memory text shown per memory, memories per chat call, and the confidence
+# below which a proposal is dropped by the precheck.
+ENTITY_OLLAMA_MEMORY_CHARS = 1500
+ENTITY_OLLAMA_BATCH = 8
+ENTITY_OLLAMA_MIN_CONFIDENCE = 0.6
+ENTITY_OLLAMA_TEMPERATURE = 0.0
+ENTITY_OLLAMA_NUM_CTX = 8192
+
 # --- reinforcement ------------------------------------------------------------------------
 # Retrieval events (what search returned) are folded into memories' access counts hourly; a
 # folded event older than this many days is deleted (its count stays in the memory). Unfolded
@@ -1035,6 +1114,20 @@ PACK_ID_CHARS = 12
 PACK_TITLE_CHARS = 60
 # How many of the memories that did not fit a pack lists by name (all are counted).
 PACK_MAX_LEFT_OUT_LISTED = 10
+
+# --- current value first (serving/current_first.py) -------------------------------------------
+# A reversed or superseded memory whose successor matched too is cut to one flagged line of this
+# many characters, unless the pack's budget is at least PACK_GENEROUS_TOKENS.
+PACK_REVERSED_LINE_CHARS = 160
+PACK_GENEROUS_TOKENS = 4000
+
+# --- intent router: entity packs (serving/router.py, serving/entity_pack.py) -----------------
+# LOOKUP packs at most this many mentions (the latest that match the question best).
+ROUTER_LOOKUP_LINES = 8
+# One mention line is cut to this many characters (a line per mention: many fit a budget).
+ROUTER_LINE_CHARS = 480
+# Distilled memories whose own mention is a line of an entity pack (segments come by turns).
+ROUTER_MEMORY_MENTION_TYPES = ("decision", "insight", "synthesis")
 
 # --- limits ---------------------------------------------------------------------------------
 DEFAULT_LIMIT = 10

@@ -41,6 +41,8 @@ from memory_pipeline import tuning
 from memory_pipeline.embedding.passages import PIECE_NUMBER, PIECES_FROM
 from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
+from serving import entity_pack
+from serving.current_first import drop_orphaned_reversals, order_current_first
 from serving.models import (
     ContextItem,
     ContextPack,
@@ -97,6 +99,62 @@ def context(
         return ContextPack(
             query=query, token_budget=token_budget, tokens_used=0, truncated=False, items=[]
         )
+    # --- intent router (serving/router.py, serving/entity_pack.py) -------------------------
+    # A query naming an entity: LOOKUP / AGGREGATE are answered from its mentions; RECALL
+    # searches the memories mentioning it first. A query naming none is untouched.
+    route, routed = entity_pack.plan(conn, query, filters)
+    if route.entities and route.intent != "recall":
+        pack = entity_pack.mention_pack(conn, query, token_budget, route, routed)
+        if record_surface and pack.items:
+            record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
+        return pack
+    hits = _hits(conn, query, embedder, routed, project_context)
+    filtered = routed.entity_ids is not None
+    if filtered and not hits and not filters.entities:  # nothing mentioning it matched
+        hits, filtered = _hits(conn, query, embedder, filters, project_context), False
+    # --- end of the router's part -----------------------------------------------------------
+    with conn.transaction():
+        flags = memory_flags(  # relationships: <= 2 per item
+            conn, [str(h.id) for h in hits], include_private=filters.include_private
+        )
+        hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
+        # The current value first (serving/current_first.py): a reversed memory after its
+        # matched successor, cut to a flagged line unless the budget is generous.
+        hits, reversed_by, cut = order_current_first(
+            conn, hits, token_budget, filters.include_private
+        )
+        neighbours, sizes = _neighbours_and_sizes(conn, hits)
+        for pid in cut:
+            neighbours.pop(pid, None)
+        quotable = [
+            p
+            for h in hits
+            if h.type == "segment"
+            for m in h.passages
+            if str(m.id) not in cut
+            for p in (m, *neighbours.get(str(m.id), []))
+        ]
+        pieces = _pieces(conn, quotable, query, embedder)
+        vectors = (
+            passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
+        )
+        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
+        if reversed_by:
+            pack = drop_orphaned_reversals(pack, reversed_by)
+        if route.changes_pack:  # the router's part: say how it shaped the pack
+            pack.route = entity_pack.describe(route, filtered)
+        if record_surface and pack.items:
+            record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
+    return pack
+
+
+def _hits(
+    conn: psycopg.Connection,
+    query: str,
+    embedder: QueryEmbedder | None,
+    filters: SearchFilters,
+    project_context: str | None,
+) -> list[SearchHit]:
     response = search(
         conn,
         query,
@@ -109,30 +167,9 @@ def context(
         passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
         near_passages=True,
     )
-    hits = [
+    return [
         h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
     ]
-    with conn.transaction():
-        flags = memory_flags(  # relationships: <= 2 per item
-            conn, [str(h.id) for h in hits], include_private=filters.include_private
-        )
-        hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
-        neighbours, sizes = _neighbours_and_sizes(conn, hits)
-        quotable = [
-            p
-            for h in hits
-            if h.type == "segment"
-            for m in h.passages
-            for p in (m, *neighbours.get(str(m.id), []))
-        ]
-        pieces = _pieces(conn, quotable, query, embedder)
-        vectors = (
-            passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
-        )
-        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
-        if record_surface and pack.items:
-            record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
-    return pack
 
 
 def _neighbours_and_sizes(

@@ -25,7 +25,16 @@ from memory_pipeline.models.browse import (
     Timeline,
 )
 from memory_pipeline.models.provenance import Provenance
-from serving.models import ContextItem, ContextPack, PassageTurn, SearchHit
+from serving.models import (
+    ContextItem,
+    ContextPack,
+    EntityList,
+    EntitySummary,
+    EntityTimeline,
+    PackRoute,
+    PassageTurn,
+    SearchHit,
+)
 
 # Control characters (except tab and newline) and invisible format characters (zero-width
 # spaces and joiners, bidi overrides): they can hide or reorder text in an agent's context.
@@ -192,6 +201,20 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def route_line(route: PackRoute) -> str:
+    """How the router shaped a pack, and the aliases it could not resolve (ask, don't guess)."""
+    line = f"route: {route.intent}"
+    if route.entities:
+        line += " about " + ", ".join(route.entities)
+        if route.intent == "recall":
+            line += " (memories mentioning it)" if route.filtered else " (none mentioned it)"
+    if route.time:
+        line += f"; time: {route.time}"
+    for a in route.ambiguous:
+        line += f"\nambiguous: {a}; ask which one is meant"
+    return line
+
+
 def pack_text(pack: ContextPack) -> str:
     head = (
         f"Context pack for: {clean(pack.query)}\n"
@@ -199,6 +222,8 @@ def pack_text(pack: ContextPack) -> str:
         f"{' (truncated: more that matched did not fit)' if pack.truncated else ''}.\n"
         f"{pack.note}"
     )
+    if pack.route is not None:  # the intent router shaped this pack (serving/router.py)
+        head += "\n" + clean(route_line(pack.route))
     parts = [head, *(pack_item_text(item) for item in pack.items)]
     if pack.left_out_count:  # ids only (kinds and titles are in the structured output)
         listed = " ".join(str(o.memory_id) for o in pack.left_out)
@@ -394,3 +419,38 @@ def detail_text(d: MemoryDetail) -> str:
             parts.append("</turn>")
     parts.append("</memory>")
     return "\n".join(parts)
+
+
+# --- entities (memory_entity, `memory-pipeline entities`) --------------------------------------
+def _entity_head(e: EntitySummary) -> str:
+    seen = ""
+    if e.first_seen and e.last_seen:
+        seen = f", {e.first_seen.date().isoformat()} to {e.last_seen.date().isoformat()}"
+    aliases = f"; aliases: {', '.join(e.aliases)}" if e.aliases else ""
+    said = f"{e.memories} memories, {e.turns} turns"
+    return clean(f"{e.name} ({e.type}): mentioned in {said}{seen}{aliases}")
+
+
+def entity_timeline_text(tl: EntityTimeline) -> str:
+    if tl.entity is None:
+        if not tl.candidates:
+            return clean(f"No entity is named {tl.query!r}.")
+        listed = "\n".join(f"- {_entity_head(c)}" for c in tl.candidates)
+        return clean(f"{tl.query!r} names {len(tl.candidates)} entities; ask which:\n") + listed
+    lines = [_entity_head(tl.entity)]
+    if tl.entity.identifiers:
+        lines.append(clean("identifiers: " + ", ".join(tl.entity.identifiers)))
+    for m in tl.mentions:
+        where = f"{m.source}:{m.native_task_id} t{m.turn}" if m.native_task_id else m.kind
+        mid = short_id(m.memory_id) if m.memory_id else "-"
+        lines.append(clean(f"{m.at.date().isoformat()} [{mid} {where}] ({m.extractor}) {m.line}"))
+    if tl.truncated:
+        lines.append("(older mentions left out: raise the limit)")
+    return "\n".join(lines)
+
+
+def entity_list_text(listing: EntityList) -> str:
+    if not listing.entities:
+        return "No entities yet (the memory_entities asset finds them)."
+    head = f"{len(listing.entities)} of {listing.total} entities, most mentioned first:"
+    return "\n".join([head, *(f"- {_entity_head(e)}" for e in listing.entities)])

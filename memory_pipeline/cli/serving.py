@@ -1,10 +1,12 @@
-"""Read-only commands over the materialized memories: search, context, eval, mcp.
+"""Read-only commands over the materialized memories: search, context, entities, eval, mcp.
 
 They go through `serving/`, as an agent would, connecting as the read-only role.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -30,6 +32,12 @@ PrivateOpt = Annotated[
     typer.Option(
         "--include-private",
         help="Include private-tier memories (MEMORY_PRIVATE); left out by default.",
+    ),
+]
+EntityOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--entity", help="Only memories mentioning this entity (`memory-pipeline entities`)."
     ),
 ]
 StatusOpt = Annotated[
@@ -91,6 +99,7 @@ def search(
             help="Leave out memories a newer decision reverses (or that were superseded).",
         ),
     ] = False,
+    entity: EntityOpt = None,
 ) -> None:
     """Hybrid search (BM25 + vectors + rerank) over memories, as an agent would see it."""
     from serving.db import connect_reader, reader_errors
@@ -101,7 +110,11 @@ def search(
     settings = Settings.from_env()
     filters = _filters(types, projects, sources, tags, since, until, statuses, include_private)
     filters.exclude_reversed = exclude_reversed
-    with reader_errors(), connect_reader() as conn:
+    filters.entities = [entity] if entity else None
+    with reader_errors(), connect_reader() as conn, _browse_errors():
+        from serving.entity_pack import entity_filters
+
+        filters = entity_filters(conn, filters)
         response = run_search(
             conn,
             query,
@@ -166,6 +179,7 @@ def context(
     projects: ProjectOpt = None,
     sources: SourceOpt = None,
     include_private: PrivateOpt = False,
+    entity: EntityOpt = None,
 ) -> None:
     """A token-budgeted context pack for a task description (what an agent gets at start)."""
     from serving.context_pack import context as build_pack
@@ -176,7 +190,8 @@ def context(
     query = _check_query(query)
     settings = Settings.from_env()
     filters = _filters(None, projects, sources, None, None, None, None, include_private)
-    with reader_errors(), connect_reader() as conn:
+    filters.entities = [entity] if entity else None
+    with reader_errors(), connect_reader() as conn, _browse_errors():
         pack = build_pack(
             conn,
             query,
@@ -186,6 +201,44 @@ def context(
             record_surface="cli",
         )
     typer.echo(pack.model_dump_json(indent=2) if json_output else pack_text(pack))
+
+
+@contextmanager
+def _browse_errors() -> Iterator[None]:
+    """An entity name that means several entities, or none: one line saying what to do."""
+    from memory_pipeline.errors import BrowseError
+
+    try:
+        yield
+    except BrowseError as exc:
+        raise UserError(str(exc)) from None
+
+
+@app.command()
+def entities(
+    name: Annotated[
+        str | None,
+        typer.Argument(help="A name, alias or identifier; leave out to list the entities."),
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=500, help="Rows at most.")] = 50,
+    json_output: Annotated[bool, typer.Option("--json", help="As JSON.")] = False,
+    include_private: PrivateOpt = False,
+) -> None:
+    """The people, projects, repositories, packages, files, hosts, tools, places and
+    organisations memories mention; with NAME, its timeline (every mention, newest first)."""
+    from serving.db import connect_reader, reader_errors
+    from serving.entity_pack import entity_list, entity_timeline
+    from serving.render import entity_list_text, entity_timeline_text
+
+    with reader_errors(), connect_reader() as conn:
+        if name is None:
+            listing = entity_list(conn, include_private=include_private, limit=limit)
+            text = entity_list_text(listing)
+            out = listing.model_dump_json(indent=2) if json_output else text
+        else:
+            tl = entity_timeline(conn, name, include_private=include_private, limit=limit)
+            out = tl.model_dump_json(indent=2) if json_output else entity_timeline_text(tl)
+    typer.echo(out)
 
 
 @app.command()

@@ -17,6 +17,8 @@ from memory_pipeline import tuning
 from memory_pipeline.dream.cycle import DreamConfig, run_dream_cycle
 from memory_pipeline.dream.store import new_memories_since_last_run
 from memory_pipeline.embedding.keyword_index import refresh_for_asset
+from memory_pipeline.entities.ollama_backend import backend_for
+from memory_pipeline.entities.store import extract_window
 from memory_pipeline.jobs import DREAM_JOB, IN_PROGRESS, WAITING
 from memory_pipeline.partitions import daily
 from memory_pipeline.relationships.judges import judge_for
@@ -92,7 +94,8 @@ def dream_config(
         "'dream-cycle' memories, embedded and searchable, in one transaction per run; a "
         "SUPERSEDE retires a reversed decision. Writes a Markdown digest under "
         "MEMORY_HOME/dream/. Ollama (MEMORY_DREAM_MODEL) or offline rules. Its new memories "
-        "are linked (relationship discovery over the day) in the same step, so a second run "
+        "get their entities and edges (entity and relationship discovery over the day) in the "
+        "same step, so a second run "
         "finds nothing left to do."
     ),
 )
@@ -114,9 +117,12 @@ def dream_cycle(
             config=dream.config(),
             progress=context.log.info,
         )
-        # Its new memories' edges now, not in the next run's relationship step (idempotence).
-        judge = judge_for(semantic.ollama_host, semantic.model, semantic.timeout_s)
-        linked = discover_window(conn, judge, day, day + timedelta(days=1), context.log.info)
+        # Its new memories' entities and edges now, not in the next run's steps (idempotence).
+        end = day + timedelta(days=1)
+        host, model, timeout_s = semantic.ollama_host, semantic.model, semantic.timeout_s
+        extract_window(conn, day, end, backend_for(host, model, timeout_s), context.log.info)
+        judge = judge_for(host, model, timeout_s)
+        linked = discover_window(conn, judge, day, end, context.log.info)
         keywords = refresh_for_asset(conn, context.log)  # its new memories' passages
     return dg.MaterializeResult(
         metadata={

@@ -254,7 +254,10 @@ def delete(conn: psycopg.Connection) -> dict[str, int]:
         if n:
             counts[table] = counts.get(table, 0) + n
     for (parent, child, column), temp in orphans.items():
-        _delete_orphans(conn, parent, child, column, temp, fks, counts)
+        # A row linked by two link tables (an entity: mentions of memories and of turns) is an
+        # orphan only when neither links it any more.
+        links = [(c, col) for (p, c, col) in orphans if p == parent]
+        _delete_orphans(conn, parent, child, column, temp, fks, counts, links)
     return counts
 
 
@@ -327,17 +330,22 @@ def _delete_orphans(
     temp: str,
     fks: list[ForeignKey],
     counts: dict[str, int],
+    links: list[tuple[str, str]] | None = None,
 ) -> None:
     pk = next(f.parent_cols[0] for f in fks if f.parent == parent and f.child == child)
+    unlinked = sql.SQL(" AND ").join(
+        sql.SQL("NOT EXISTS (SELECT 1 FROM {child} AS c WHERE c.{col} = x.{pk})").format(
+            child=sql.Identifier(c), col=sql.Identifier(col), pk=sql.Identifier(pk)
+        )
+        for c, col in (links or [(child, column)])
+    )
     query = sql.SQL(
-        "DELETE FROM {parent} AS x WHERE x.{pk} IN (SELECT k FROM {temp})"
-        " AND NOT EXISTS (SELECT 1 FROM {child} AS c WHERE c.{col} = x.{pk})"
+        "DELETE FROM {parent} AS x WHERE x.{pk} IN (SELECT k FROM {temp}) AND {unlinked}"
     ).format(
         parent=sql.Identifier(parent),
         pk=sql.Identifier(pk),
         temp=sql.Identifier(temp),
-        child=sql.Identifier(child),
-        col=sql.Identifier(column),
+        unlinked=unlinked,
     )
     try:
         with conn.transaction():

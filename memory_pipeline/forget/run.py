@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.keyword_index import rebuild_keyword_index
+from memory_pipeline.entities.store import prune_orphans
 from memory_pipeline.forget import audit, cascade, digests, tombstones, wipe
 from memory_pipeline.forget.select import Evidence, Selector, remaining_evidence, seed
 from memory_pipeline.forget.wipe import WipeReport
@@ -128,6 +129,10 @@ def forget(
         counts = cascade.delete(conn)
         if scrubbed := digests.scrub(conn, dream_runs):
             counts["dream_cycle_runs.digest"] = scrubbed
+        # A node whose last mention went is forgotten with it (its names and identifiers came
+        # from the forgotten text); one still mentioned by a turn or memory that stays is kept.
+        if pruned := prune_orphans(conn):
+            counts["entities (no mention left)"] = pruned
         if task_keys:
             skips = conn.execute(
                 "DELETE FROM capture_skips WHERE kind = 'task'"

@@ -56,6 +56,13 @@ TABLES: tuple[Table, ...] = (
     Table("memory_relationships", "relationships", text=("note", "evidence")),
     Table("entities", "entities", text=("name", "summary"), json=("properties",)),
     Table("entity_edges", "entities", json=("properties",)),
+    # Identifiers and aliases are what memories wrote (an e-mail, a path, a name), and so is
+    # the text a mention matched (sql/036).
+    Table("entity_identifiers", "entities", text=("identifier",)),
+    Table("entity_aliases", "entities", text=("alias",)),
+    Table("entity_ambiguities", "entities", text=("alias",)),
+    Table("memory_entities", "entities", text=("surface",)),
+    Table("turn_entities", "entities", text=("surface",)),
     Table(
         "dream_cycle_runs",
         "dream digests",
@@ -116,6 +123,7 @@ DERIVED: dict[str, dict[str, str]] = {
     "search_term_stats": {"lexeme": "refresh_bm25_statistics"},
     "passage_term_stats": {"lexeme": "refresh_bm25_statistics"},
     "relationship_scans": {"content_sha256": "memory text hash: a changed memory is rescanned"},
+    "entity_scans": {"content_sha256": "memory text hash: a changed memory is read again"},
 }
 
 # table -> column -> why it cannot hold user text.
@@ -162,7 +170,8 @@ NO_USER_TEXT: dict[str, dict[str, str]] = {
         "status": "enum",
     },
     "embedding_spaces": {"model": "a model name", "name": "a space name", "provider": "enum"},
-    "entities": {"category": "a schema.org type", "source_type": "enum"},
+    "entities": {"category": "enum (the closed type set)", "source_type": "an extractor name"},
+    "entity_scans": {"backend": "a backend name"},
     "entity_edges": {"relation": "a relation name"},
     "express_feedback": {"target_kind": "enum", "verb": "enum"},
     "express_pushed_items": {"item_key": "kind and a hash of memory ids", "kind": "enum"},
@@ -182,9 +191,10 @@ NO_USER_TEXT: dict[str, dict[str, str]] = {
         "type": "enum",
     },
     "memory_embeddings": {"space": "a space name"},
-    "memory_entities": {"relation": "a relation name"},
+    "memory_entities": {"extractor": "an extractor name", "relation": "a relation name"},
     "memory_passages": {"cut_for": "a space name"},
     "memory_provenance": {"role": "enum"},
+    "turn_entities": {"extractor": "an extractor name"},
     "memory_relationships": {"backend": "a judge's name", "relation_type": "enum"},
     "ownership_confirmations": {
         "native_id": "the source's id of a task the user confirmed",

@@ -25,6 +25,9 @@ from memory_pipeline.capture.definitions import captured_tasks, transcript_senso
 from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.capture.sources import demo_roots
 from memory_pipeline.embedding.definitions import memory_embeddings
+from memory_pipeline.entities.definitions import memory_entities
+from memory_pipeline.inbox.definitions import inbox_documents
+from memory_pipeline.inbox.resource import InboxResource
 from memory_pipeline.jobs import INGEST_JOB, PARTITION_TAG, ingest_job, run_days
 from memory_pipeline.relationships.definitions import memory_relationships
 from memory_pipeline.resources import (
@@ -40,7 +43,7 @@ from memory_pipeline_tests.capture.test_capture_assets import RENAMED, codex_hom
 DAY_21, DAY_24, DAY_30 = date(2026, 9, 21), date(2026, 9, 24), date(2026, 9, 30)
 LATER_THREAD = "01a0f3af"  # a demo rollout that started on 2026-09-30
 MOVED_THREAD = "01a13b6c"  # and one that started on 2026-10-14
-PASS = ("semantic_memories", "memory_embeddings", "memory_relationships")
+PASS = ("semantic_memories", "memory_embeddings", "memory_entities", "memory_relationships")
 DEMO_CODEX = demo_roots().home("codex")
 SPACE = "local:all-minilm-l6-v2:384"
 
@@ -395,6 +398,7 @@ def test_the_semantic_pass_sensor_requests_quiet_pending_days_once(
     assert set(first.asset_selection or []) == {
         semantic_memories.key,
         memory_embeddings.key,
+        memory_entities.key,
         memory_relationships.key,
     }
     queued = add_run(instance, date(2026, 9, 10), dg.DagsterRunStatus.QUEUED)
@@ -411,11 +415,21 @@ def test_the_semantic_pass_sensor_requests_quiet_pending_days_once(
 
     # What it requests runs as is, and leaves nothing pending.
     defs = dg.Definitions(
-        assets=[captured_tasks, semantic_memories, memory_embeddings, memory_relationships],
+        assets=[
+            captured_tasks,
+            inbox_documents,
+            semantic_memories,
+            memory_embeddings,
+            memory_entities,
+            memory_relationships,
+        ],
         jobs=[ingest_job],
         resources={
             **resources,
             "sources": src,
+            "inbox": InboxResource(
+                inbox_dir=str(tmp_path / "no-inbox"), fetch_dir=str(tmp_path / "fetched")
+            ),
             "semantic": SemanticResource(ollama_host="http://127.0.0.1:9", quiet_minutes=0),
             "embedding": EmbeddingResource(space=SPACE, ollama_host="http://127.0.0.1:9"),
         },

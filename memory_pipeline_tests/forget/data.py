@@ -160,12 +160,10 @@ def build(conn: psycopg.Connection, private_a: bool = False) -> World:
         [decision_a, b.segment_memory],
     )
     only_a = conn.execute(
-        "INSERT INTO entities (category, name) VALUES ('DefinedTerm', 'FORGETME entity')"
-        " RETURNING id"
+        "INSERT INTO entities (category, name) VALUES ('tool', 'FORGETME entity') RETURNING id"
     ).fetchone()[0]  # type: ignore[index]
     shared = conn.execute(
-        "INSERT INTO entities (category, name) VALUES ('DefinedTerm', 'KEEPALIVE entity')"
-        " RETURNING id"
+        "INSERT INTO entities (category, name) VALUES ('tool', 'KEEPALIVE entity') RETURNING id"
     ).fetchone()[0]  # type: ignore[index]
     conn.execute(
         "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s), (%s, %s), (%s, %s)",

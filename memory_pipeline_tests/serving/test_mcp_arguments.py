@@ -215,7 +215,7 @@ async def test_unknown_arguments_are_refused_with_the_names_the_tool_takes(
     ids: dict[str, str], client: Client
 ) -> None:
     tools = (await client.list_tools()).tools
-    assert len(tools) == 7
+    assert len(tools) == 8
     for tool in tools:
         assert tool.input_schema.get("additionalProperties") is False, tool.name
         names = list(tool.input_schema["properties"])

@@ -46,6 +46,7 @@ TOOLS = {
     "memory_list",
     "memory_graph",
     "memory_timeline",
+    "memory_entity",
     "memory_brief",
 }
 

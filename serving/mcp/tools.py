@@ -1,4 +1,4 @@
-"""The seven read-only memory tools and the failures they report to the model."""
+"""The eight read-only memory tools and the failures they report to the model."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from serving import browse
 from serving.brief import Briefing, read_briefing
 from serving.context_pack import context as build_context_pack
 from serving.db import ReaderError
+from serving.entity_pack import entity_filters, entity_list, entity_timeline
 from serving.mcp.arguments import CheckedServer, collect
 from serving.mcp.auth import StaticTokenVerifier
 from serving.mcp.pool import ReaderBusy, ReaderPool
@@ -49,6 +50,7 @@ from serving.mcp.schema import (
     MIN_TOKEN_BUDGET,
     READ_ONLY,
     SERVER_NAME,
+    EntityName,
     ExcludeReversed,
     MemClasses,
     MemoryId,
@@ -64,11 +66,13 @@ from serving.mcp.schema import (
     Types,
     Until,
 )
-from serving.models import ContextPack, SearchFilters, SearchHit
+from serving.models import ContextPack, EntityTimeline, SearchFilters, SearchHit
 from serving.render import (
     clean,
     clean_model,
     detail_text,
+    entity_list_text,
+    entity_timeline_text,
     graph_text,
     hits_text,
     pack_text,
@@ -192,7 +196,7 @@ def build_server(
     token: str | None = None,
     include_private: bool = False,
 ) -> MCPServer:
-    """The MCP server with its seven read-only tools.
+    """The MCP server with its eight read-only tools.
 
     `reader_url` (or `pool`) points it at a database as the read-only role; by default the
     configured one (`MEMORY_READER_URL`, else the read-only role on the pipeline's database).
@@ -245,6 +249,7 @@ def build_server(
         until: Until = None,
         statuses: Statuses = None,
         exclude_reversed: ExcludeReversed = False,
+        entity: EntityName = None,
         project_context: ProjectContext = None,
         temporal_context: Annotated[
             bool, Field(description="Append the top result's neighbours within 24 hours.")
@@ -265,8 +270,10 @@ def build_server(
             until=until,
             statuses=statuses,
             exclude_reversed=exclude_reversed,
+            entities=[entity] if entity else None,
         )
         with _expected_failures(), pool.connection() as conn:
+            filters = entity_filters(conn, filters)
             response = run_search(
                 conn,
                 search,
@@ -303,6 +310,7 @@ def build_server(
         projects: Projects = None,
         sources: Sources = None,
         exclude_reversed: ExcludeReversed = False,
+        entity: EntityName = None,
         project_context: ProjectContext = None,
     ) -> Annotated[CallToolResult, ContextPack]:
         """Excerpts of the most relevant memories for a task (the passages that matched, and
@@ -315,6 +323,7 @@ def build_server(
             sources=sources,
             include_private=private,
             exclude_reversed=exclude_reversed,
+            entities=[entity] if entity else None,
         )
         with _expected_failures(), pool.connection() as conn:
             pack = run_search(
@@ -453,6 +462,37 @@ def build_server(
             )
         tl = clean_model(tl)
         return _result(tl, timeline_text(tl))
+
+    @tool("memory_entity", "Entity timeline")
+    def memory_entity(
+        name: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=MAX_FILTER_CHARS,
+                description="A person, project, repository, package, file, host, tool, place "
+                "or organisation: a name, an alias or an identifier (repo:github.com/o/r). "
+                "Leave out to list the most mentioned entities.",
+            ),
+        ] = None,
+        limit: Annotated[
+            int, Field(ge=1, le=browse.MAX_TIMELINE_ITEMS, description="Mentions at most.")
+        ] = browse.DEFAULT_TIMELINE_ITEMS,
+    ) -> Annotated[CallToolResult, EntityTimeline]:
+        """Everything that mentions an entity, newest first: one dated line per mention with
+        its memory, task and turn, and how it was linked (identifier, speaker, alias, ...).
+        A name that means several entities returns them to ask which; no name lists the
+        entities most mentioned."""
+        with _expected_failures(), pool.connection() as conn:
+            if name is None or not name.strip():
+                listing = entity_list(conn, include_private=include_private, limit=limit)
+                tl = clean_model(
+                    EntityTimeline(query="", entities=listing.entities, total=listing.total)
+                )
+                return _result(tl, entity_list_text(listing))
+            tl = entity_timeline(conn, name, include_private=include_private, limit=limit)
+        tl = clean_model(tl)
+        return _result(tl, entity_timeline_text(tl))
 
     @tool("memory_brief", "Daily briefing")
     def memory_brief(

@@ -66,6 +66,17 @@ def conditions(filters: SearchFilters, *, on_vectors: bool = False) -> list[_Con
         conds.append(on("created_at", "{} >= %s", filters.since))
     if filters.until:
         conds.append(on("created_at", "{} < %s", filters.until))
+    if filters.entity_ids is not None:  # filter first: memories mentioning the entities
+        conds.append(
+            _Condition(
+                sql.SQL(
+                    "m.id IN (SELECT me.memory_id FROM memory_entities me"
+                    " WHERE me.entity_id = ANY(%s))"
+                ),
+                [list(filters.entity_ids)],
+                False,
+            )
+        )
     for flag, condition in (
         (not filters.include_private, "NOT m.private"),
         (not filters.include_duplicates, "m.duplicate_of IS NULL"),
@@ -117,5 +128,6 @@ def narrowing(filters: SearchFilters) -> bool:
             filters.tags,
             filters.since,
             filters.until,
+            filters.entity_ids is not None,
         )
     )
