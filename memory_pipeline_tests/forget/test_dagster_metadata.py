@@ -13,7 +13,7 @@ from psycopg import sql
 
 from memory_pipeline.dream import definitions as dream_defs
 from memory_pipeline.dream.definitions import RUN_TYPE_TAG
-from memory_pipeline.resources import DatabaseResource, EmbeddingResource
+from memory_pipeline.resources import DatabaseResource, EmbeddingResource, SemanticResource
 from memory_pipeline_tests.dream.helpers import reversed_decisions
 
 QUOTED = ("fixed window because it is fast", "Rate limiting on Redis", "Redis evicted them")
@@ -40,6 +40,7 @@ def test_a_dream_run_puts_no_memory_text_into_dagster(
             "dream": dream_defs.DreamResource(
                 memory_home=str(tmp_path), ollama_host="http://127.0.0.1:9"
             ),
+            "semantic": SemanticResource(ollama_host="http://127.0.0.1:9"),
         },
     )
     assert result.success
