@@ -106,8 +106,21 @@ def _run(agent: str, scope: str, dry_run: bool, install: bool) -> None:
     done = inst.apply(change)
     backup = f"; the old file is {done.backup}" if done.backup else ""
     say(f"{path}: hooks {verb}ed{how}{backup}")
+    if install:
+        _warm_hook_server()
     if install and agent == "codex":
         say("open /hooks in Codex and trust the two new hooks: Codex skips them until you do")
+
+
+def _warm_hook_server() -> None:
+    """Start the resident hook server now, so the agent's next session start is answered warm
+    (a cold server needs longer than the session-start deadline); `run` starts it too."""
+    from serving.hooks.client import INSTALLED_MARKER, ensure_server, memory_home
+
+    home = Path(memory_home())
+    home.mkdir(parents=True, exist_ok=True)
+    (home / INSTALLED_MARKER).touch()
+    say(f"hook server: {ensure_server(str(home))}")
 
 
 @hooks_app.command("install")
