@@ -22,6 +22,7 @@ from memory_pipeline.settings import Settings
 from memory_pipeline_tests.support.memories import add_memory
 from memory_pipeline_tests.support.segments import add_segment
 from serving.hooks import client, inject, payload
+from serving.hooks import query as hook_query
 from serving.hooks.server import HookService, serve
 from serving.render import short_id
 
@@ -471,3 +472,16 @@ def test_one_server_per_home_and_an_orphan_exits_when_its_socket_is_gone(
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=30)
+
+
+def test_the_known_project_lookup_is_one_index_probe(conn: psycopg.Connection) -> None:
+    """`lower(project) = lower($1)` on every prompt: answered by sql/039's index, not a scan of
+    every memory's project."""
+    add_memory(conn, "Kestrel", "Snapshots.", project="HomeLab")
+    conn.execute("SET enable_seqscan = off")
+    plan = conn.execute(
+        "EXPLAIN SELECT project FROM memories WHERE lower(project) = lower(%s) LIMIT 1",
+        ["homelab"],
+    ).fetchall()
+    assert "memories_lower_project_idx" in " ".join(r[0] for r in plan)
+    assert hook_query._known_project(conn, "homelab") == "HomeLab"
