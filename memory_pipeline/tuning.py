@@ -785,6 +785,14 @@ MCP_POOL_SIZE = 8
 MCP_POOL_MAX_WAITING = 256
 MCP_POOL_WAIT_S = 60.0
 
+# memory_search and memory_context over HTTP run in MCP_WORKERS worker processes (0: one per
+# core; MEMORY_MCP_WORKERS overrides it), each with one reader connection and its own embedder
+# (serving/mcp/workers.py); stdio runs them in threads. A call that would wait in line longer
+# than MCP_QUEUE_MAX_WAIT_S (calls ahead / workers x recent seconds per call) is answered at once
+# with "busy, retry after N s". 200 concurrent sessions fit in it on 2 cores (BENCHMARKS.md).
+MCP_WORKERS = 0
+MCP_QUEUE_MAX_WAIT_S = 10.0
+
 # MCP over HTTP input (serving/mcp/http_guard.py).
 # A request body nested deeper than this (arrays and objects) is answered with a JSON-RPC parse
 # error (400) before anything parses it: Python's json module raises RecursionError near 1,000
@@ -814,6 +822,14 @@ HOOK_SESSION_MIN_COSINE = 0.30
 HOOK_QUERY_MAX_CHARS = 2000
 # The resident hook server (serving/hooks/server.py) exits after this long without a request.
 HOOK_SERVER_IDLE_EXIT_S = 4 * 3600
+# The hook server answers this many requests at once per process, in HOOK_SERVER_PROCESSES
+# forked processes (0: one per core) accepting on the one socket; a server whose socket file is
+# gone notices within HOOK_SERVER_SOCKET_CHECK_S and exits; a new server waits this long for the
+# home's lock (held by such an orphan) before it leaves the home to the one holding it.
+HOOK_SERVER_THREADS = 8
+HOOK_SERVER_PROCESSES = 0
+HOOK_SERVER_SOCKET_CHECK_S = 0.5
+HOOK_SERVER_LOCK_WAIT_S = 3.0
 # The hook's one-line failure log (MEMORY_HOME/logs/hooks.log) is rotated past this size.
 HOOK_LOG_MAX_BYTES = 1_000_000
 

@@ -265,6 +265,7 @@ def _vector(conn: psycopg.Connection, vec: np.ndarray, filters: SearchFilters) -
 
 def _exact(conn: psycopg.Connection, vec: np.ndarray, filters: SearchFilters) -> S.ChannelResult:
     with conn.transaction():
+        conn.execute("SET LOCAL statement_timeout = 0")  # the bench's reference scan
         conn.execute("SET LOCAL enable_indexscan = off")
         conn.execute("SET LOCAL enable_bitmapscan = off")
         return S.vector_channel(conn, SPACE, 384, vec, filters)
@@ -338,6 +339,8 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
         for q in queries[:n_ref]:
             t = time.perf_counter()
             with conn.transaction():
+                # The bench's own reference, not an agent's query: no reader timeout (15 s).
+                conn.execute("SET LOCAL statement_timeout = 0")
                 ref = bm25_exhaustive(conn, q.text, q.filters).memories
             ref_s.append(time.perf_counter() - t)
             got = _bm25(conn, q).memories
@@ -416,7 +419,37 @@ def measure(url: str, info: CorpusInfo, n_queries: int, progress: Progress) -> l
     ]
 
 
+CONTEXT_QUERIES = 300  # held-out queries timed for context packs (issue 35)
+HOOK_PROMPTS = 40
+
+
 def run(scale: int, progress: Progress) -> list[Figure]:
+    """Every figure; a part that fails is reported as failed and the others still run."""
+    from memory_pipeline.bench import serving as agents
+    from serving.search import QueryEmbedder
+
     with bench_database(progress) as url:
         info = load_corpus(url, scale, progress=progress)
-        return measure(reader_url(url), info, query_count(scale), progress)
+        reader = reader_url(url)
+        n = query_count(scale)
+        figures = agents.guarded("search", lambda: measure(reader, info, n, progress), progress)
+        held_out = [q.text for q in build_queries(info, min(n, CONTEXT_QUERIES), seed=1)]
+        embedder = QueryEmbedder("http://127.0.0.1:9")  # the local space needs no server
+        figures += agents.guarded(
+            "context packs",
+            lambda: agents.context_figures(reader, held_out, embedder, progress),
+            progress,
+        )
+        figures += agents.guarded(
+            "MCP call path",
+            lambda: agents.mcp_figures(
+                reader, held_out, embedder, progress, sequential=min(200, 10 * n)
+            ),
+            progress,
+        )
+        figures += agents.guarded(
+            "hook path",
+            lambda: agents.hook_figures(reader, held_out[:HOOK_PROMPTS], progress),
+            progress,
+        )
+        return figures

@@ -110,6 +110,23 @@ def _run(agent: str, scope: str, dry_run: bool, install: bool) -> None:
     note = inst.after_install(agent) if install else None
     if note:
         say(note)
+    if install:
+        _warm_hook_server()
+
+
+def _warm_hook_server() -> None:
+    """Start the resident hook server now, so the agent's next session start is answered warm
+    (a cold server needs longer than the session-start deadline); `run` starts it too."""
+    from memory_pipeline.settings import Settings
+    from serving.hooks.client import INSTALLED_MARKER, ensure_server, memory_home
+
+    settings = Settings.from_env()
+    home = Path(memory_home())
+    home.mkdir(parents=True, exist_ok=True)
+    (home / INSTALLED_MARKER).touch()
+    if settings.reader_url or settings.database_url or settings.pgdata.exists():
+        say(f"hook server: {ensure_server(str(home))}")
+    # else: no database yet; `memory-pipeline run` creates it and starts the server after
 
 
 @hooks_app.command("install")

@@ -44,9 +44,18 @@ def run() -> None:
     heal_if_due(settings, urls, progress=say)
     instance = dagster_instance(settings, urls)
     materialize_all(instance, settings, progress=say, app_url=urls.app)
+    _warm_hook_server(settings)
     say("")
     say("Done. Browse runs, assets and partitions in the Dagster UI:")
     say("  memory-pipeline ui   (or `make ui`)  ->  http://127.0.0.1:3000")
+
+
+def _warm_hook_server(settings: Settings) -> None:
+    """With hooks installed, start their resident server now (warm for the next session)."""
+    from serving.hooks.client import INSTALLED_MARKER, ensure_server
+
+    if (settings.memory_home / INSTALLED_MARKER).exists():
+        say(f"hook server: {ensure_server(str(settings.memory_home))}")
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from memory_pipeline.settings import Settings
 from memory_pipeline_tests.support.memories import add_memory
 from memory_pipeline_tests.support.segments import add_segment
 from serving.hooks import client, inject, payload
+from serving.hooks import query as hook_query
 from serving.hooks.server import HookService, serve
 from serving.render import short_id
 
@@ -361,3 +363,125 @@ def test_the_hook_command_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- under load (issue 35) ----------------------------------------------------------------------
+def test_twenty_prompts_at_once_on_a_warm_server_all_get_their_memory(
+    hook_home: Path, corpus: dict[str, str], running, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The server answers side by side (two requests in inject.build at the same moment),
+    and every one of 20 prompts submitted together prints its memory."""
+    service = running()
+    inside, peak, lock = [0], [0], threading.Lock()
+    stamps: list[object] = []
+    build = inject.build
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+            stamps.append((time.monotonic(), threading.current_thread().name))
+        try:
+            time.sleep(0.2)  # long enough for a second request to arrive meanwhile
+            return build(*args, **kwargs)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(inject, "build", counted)
+    assert service.answer({"event": "UserPromptSubmit", "prompt": "warm", "seconds": 20})
+    body = json.dumps(CLAUDE_PROMPT).encode()
+    procs = [
+        subprocess.Popen(
+            [CLI, "hook", "prompt", "--deadline", "30"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_env(hook_home),
+        )
+        for _ in range(20)
+    ]
+    with ThreadPoolExecutor(len(procs)) as pool:  # every prompt sent before any answer is read
+        outs = list(pool.map(lambda p: p.communicate(body, timeout=90)[0], procs))
+    with_memory = [o for o in outs if short_id(corpus["decision"]).encode() in o]
+    assert len(with_memory) == 20, (_log(hook_home), outs)
+    assert peak[0] >= 2, stamps
+    assert _log(hook_home) == []
+
+
+def test_a_stopped_database_is_not_started_the_hook_fails_open_in_one_line(
+    hook_home: Path, running, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """After `memory-pipeline db stop` the embedded data directory is there, its server is
+    not: the hook prints nothing, logs one line, and leaves the database stopped."""
+    for name in ("MEMORY_READER_URL", "DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    pgdata = hook_home / "pgdata"
+    pgdata.mkdir()
+    (pgdata / "PG_VERSION").write_text("17\n")
+    running(None)
+    for _ in range(2):
+        result = run_hook(hook_home, "prompt", json.dumps(CLAUDE_PROMPT), "--deadline", "20")
+        assert (result.returncode, result.stdout) == (0, b"")
+    lines = _log(hook_home)
+    assert len(lines) == 2 and all("the memory database is stopped" in line for line in lines)
+    assert not (pgdata / "postmaster.pid").exists()
+
+
+def _server(home: Path, reader_url: str) -> subprocess.Popen[bytes]:
+    env = _env(home, MEMORY_READER_URL=reader_url)
+    return subprocess.Popen(
+        [sys.executable, "-m", "serving.hooks.server"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+
+
+def _wait_for(predicate, seconds: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_one_server_per_home_and_an_orphan_exits_when_its_socket_is_gone(
+    hook_home: Path, reader_url: str
+) -> None:
+    """The home's lock decides: a second server leaves at once while the first holds it; when
+    the socket file is deleted the first exits within a second and a new one takes over."""
+    path = Path(client.socket_path(hook_home))
+    first = _server(hook_home, reader_url)
+    second = third = None
+    try:
+        assert _wait_for(path.exists)
+        second = _server(hook_home, reader_url)
+        out, _ = second.communicate(timeout=60)
+        assert second.returncode == 0 and b"already serves" in out
+        assert first.poll() is None  # still the server
+        path.unlink()
+        started = time.monotonic()
+        first.wait(timeout=30)
+        assert time.monotonic() - started < 3
+        third = _server(hook_home, reader_url)
+        assert _wait_for(path.exists)
+        assert third.poll() is None
+    finally:
+        for proc in (first, second, third):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
+def test_the_known_project_lookup_is_one_index_probe(conn: psycopg.Connection) -> None:
+    """`lower(project) = lower($1)` on every prompt: answered by sql/039's index, not a scan of
+    every memory's project."""
+    add_memory(conn, "Kestrel", "Snapshots.", project="HomeLab")
+    conn.execute("SET enable_seqscan = off")
+    plan = conn.execute(
+        "EXPLAIN SELECT project FROM memories WHERE lower(project) = lower(%s) LIMIT 1",
+        ["homelab"],
+    ).fetchall()
+    assert "memories_lower_project_idx" in " ".join(r[0] for r in plan)
+    assert hook_query._known_project(conn, "homelab") == "HomeLab"

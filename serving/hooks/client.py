@@ -235,5 +235,20 @@ def start_server(home: str, path: str) -> bool:
     return True
 
 
+INSTALLED_MARKER = "hooks-installed"  # MEMORY_HOME/...: `hooks install` ran for some agent
+
+
+def ensure_server(home: str) -> str:
+    """Start the hook server in the background unless one answers already (so the next
+    session start finds it warm): `hooks install` and the end of `memory-pipeline run` call it.
+    Returns what it did, for one line of output."""
+    path = socket_path(home)
+    sock = _connect(path, time.monotonic() + 1.0)
+    if sock is not None:
+        sock.close()
+        return "already running"
+    return "starting" if start_server(home, path) else "already starting"
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -7,15 +7,25 @@ hook section for the figures). This process keeps one read-only connection and t
 It listens only on a Unix socket (MEMORY_HOME/hook.sock, mode 0600), is started on demand by the
 first client that finds no server (or by `memory-pipeline hook serve`), answers one JSON request
 per connection (`{"event", "prompt", "cwd", "source", "tokens", "seconds"}` ->
-`{"text"}` or `{"error"}`), one at a time, and exits after HOOK_SERVER_IDLE_EXIT_S without a
-request. Every failure becomes an `error` the client logs; the server itself keeps running.
+`{"text"}` or `{"error"}`), each in a thread of its own with its own reader connection (and,
+with HOOK_SERVER_PROCESSES > 1, in forked copies of the warmed-up server accepting on the same
+socket, so the cores answer prompts side by side), and exits after HOOK_SERVER_IDLE_EXIT_S
+without a request. Every failure becomes an `error` the client logs; the server keeps running.
+
+One server per home: MEMORY_HOME/hook-server.lock (an flock held for the server's life) decides,
+not the socket file. A server whose socket file was removed or replaced exits at once (within
+HOOK_SERVER_SOCKET_CHECK_S). The hook server never starts the embedded database: a database the
+user stopped (`memory-pipeline db stop`) stays stopped, and each prompt fails open with one line
+in the hook log.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -37,38 +47,75 @@ from serving.hooks.client import memory_home, socket_path
 from serving.hooks.payload import SESSION_START, USER_PROMPT_SUBMIT, HookEvent
 
 
+class DatabaseStopped(Exception):
+    """The embedded database is not running: the hook server does not start it."""
+
+
 class HookService:
-    """Answers hook requests on one reader connection, reconnecting after a failure."""
+    """Answers hook requests, each thread on its own reader connection (reconnecting after a
+    failure), at most HOOK_SERVER_THREADS at once."""
 
     def __init__(self, settings: Settings, url: str | None = None) -> None:
         self.settings = settings
         self.url = url
-        self.conn: psycopg.Connection | None = None
+        self._local = threading.local()
         self.embedder = inject.RememberingEmbedder(settings.ollama_host)
-        self.lock = threading.Lock()
-        self.last_request = time.monotonic()
+        self.slots = threading.BoundedSemaphore(tuning.HOOK_SERVER_THREADS)
+        # Shared with forked copies (monotonic time is the same clock in every process), so no
+        # copy idles out while another is answering.
+        self._last = multiprocessing.RawValue("d", time.monotonic())
+
+    @property
+    def last_request(self) -> float:
+        return float(self._last.value)
+
+    @last_request.setter
+    def last_request(self, value: float) -> None:
+        self._last.value = value
+
+    @property
+    def conn(self) -> psycopg.Connection | None:
+        return getattr(self._local, "conn", None)
+
+    def _reader_url(self) -> str:
+        s = self.settings
+        if self.url or s.reader_url:
+            return self.url or s.reader_url  # type: ignore[return-value]
+        if s.database_url:
+            return reader_url(s)
+        if not s.pgdata.exists():
+            # A hook never creates the database: that is `memory-pipeline run`'s job.
+            raise ReaderError(
+                f"no memory database under {s.memory_home} yet; run `memory-pipeline run`",
+                temporary=False,
+            )
+        from memory_pipeline.db.connection import resolve_urls
+        from memory_pipeline.db.embedded import EmbeddedServer
+
+        if not EmbeddedServer(s.pgdata).status().running:
+            raise DatabaseStopped(
+                "the memory database is stopped; the hook does not start it (`memory-pipeline "
+                "db start` or `memory-pipeline run` does); no memory"
+            )
+        return resolve_urls(s, start=False).reader
 
     def _connection(self) -> psycopg.Connection:
-        if self.conn is None or self.conn.closed:
-            s = self.settings
-            if not (self.url or s.reader_url or s.database_url or s.pgdata.exists()):
-                # A hook never creates the database: that is `memory-pipeline run`'s job.
-                raise ReaderError(
-                    f"no memory database under {s.memory_home} yet; run `memory-pipeline run`",
-                    temporary=False,
-                )
-            self.conn = connect_reader(self.url or reader_url(self.settings))
-        return self.conn
+        conn = self.conn
+        if conn is None or conn.closed:
+            conn = connect_reader(self._reader_url())
+            self._local.conn = conn
+        return conn
 
     def _drop_connection(self) -> None:
-        if self.conn is not None:
+        conn = self.conn
+        if conn is not None:
             with contextlib.suppress(Exception):
-                self.conn.close()
-        self.conn = None
+                conn.close()
+        self._local.conn = None
 
     def warm_up(self) -> None:
         """Connect and load the serving space's model before the first prompt arrives."""
-        with contextlib.suppress(Exception), self.lock:
+        with contextlib.suppress(Exception):
             space = inject.serving_space(self._connection())
             if space is not None:
                 self.embedder.embed(space[0], "warm up")
@@ -91,8 +138,8 @@ class HookService:
         if not isinstance(tokens, int) or tokens <= 0:
             s = self.settings
             tokens = s.hook_session_tokens if session else s.hook_prompt_tokens
-        if not self.lock.acquire(timeout=max(0.0, seconds)):
-            return {"error": "deadline exceeded waiting for an earlier request"}
+        if not self.slots.acquire(timeout=max(0.0, seconds)):
+            return {"error": "deadline exceeded waiting for earlier requests"}
         try:
             conn = self._connection()
             # Bound the queries by what is left of the deadline (the role's default is 15 s).
@@ -110,7 +157,7 @@ class HookService:
             finally:
                 conn.execute("RESET statement_timeout")
             return {"text": found.text if found else None}
-        except ReaderError as exc:
+        except (ReaderError, DatabaseStopped) as exc:
             self._drop_connection()
             return {"error": str(exc)}
         except psycopg.Error as exc:
@@ -119,7 +166,11 @@ class HookService:
         except Exception as exc:  # the embedder, a bug: logged by the client, server stays up
             return {"error": f"{type(exc).__name__}: {exc}"}
         finally:
-            self.lock.release()
+            self.slots.release()
+
+    def forget_connections(self) -> None:
+        """After a fork: the parent's connection belongs to the parent."""
+        self._local = threading.local()
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -136,6 +187,7 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class HookServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    request_queue_size = 128  # 20 prompts at once wait in the backlog, not in connect()
 
     def __init__(self, path: str, service: HookService) -> None:
         self.service = service
@@ -159,38 +211,102 @@ def already_serving(path: str) -> bool:
     return True
 
 
+def server_lock(home: Path, wait_s: float = tuning.HOOK_SERVER_LOCK_WAIT_S) -> Any | None:
+    """MEMORY_HOME/hook-server.lock, locked for this process's life; None if another server
+    kept it for `wait_s` (an orphan whose socket is gone lets go of it within
+    HOOK_SERVER_SOCKET_CHECK_S, so a replacement waits that long)."""
+    home.mkdir(parents=True, exist_ok=True)
+    handle = open(home / "hook-server.lock", "a+")  # noqa: SIM115 - held until exit
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                handle.close()
+                return None
+            time.sleep(0.05)
+
+
+def _socket_is_ours(path: str, inode: int) -> bool:
+    try:
+        return os.stat(path).st_ino == inode
+    except OSError:
+        return False
+
+
 def serve(
     path: str,
     service: HookService,
     idle_exit_s: float = tuning.HOOK_SERVER_IDLE_EXIT_S,
     on_ready: Callable[[], None] | None = None,
+    processes: int = 1,
+    locked: bool = False,
+    warm_up: Callable[[], None] | None = None,
 ) -> HookServer | None:
-    """Bind `path` (replacing a stale socket file) and serve until idle for `idle_exit_s`.
-    Returns None without serving when another server already answers there."""
-    if already_serving(path):
+    """Bind `path` (replacing a stale socket file) and serve until idle for `idle_exit_s` or
+    until the socket file is removed or replaced. Returns None without serving when another
+    server already answers there (unless `locked`: the caller holds the home's server lock,
+    so whatever answers there is an orphan on its way out). With `processes` > 1, forked
+    copies of this (warmed-up) server accept on the same socket. `warm_up` runs after the
+    socket listens: a cold session start's request waits in the backlog meanwhile instead of
+    finding no server."""
+    if not locked and already_serving(path):
         return None
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     server = HookServer(path, service)
+    if warm_up is not None:
+        warm_up()
+        service.forget_connections()  # each process (and thread) connects on its own
+    children: list[int] = []
+    for _ in range(max(0, processes - 1)):
+        pid = os.fork()
+        if pid == 0:  # a child: its own connections, the same listening socket
+            try:
+                signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+                service.forget_connections()
+                _serve_until_done(server, path, service, idle_exit_s)
+            finally:
+                os._exit(0)
+        children.append(pid)
     if on_ready is not None:
         on_ready()
+    try:
+        _serve_until_done(server, path, service, idle_exit_s)
+    finally:
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+        if _socket_is_ours(path, server.socket_inode):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    return server
 
-    def _idle_watch() -> None:
+
+def _serve_until_done(
+    server: HookServer, path: str, service: HookService, idle_exit_s: float
+) -> None:
+    def _watch() -> None:
+        check = tuning.HOOK_SERVER_SOCKET_CHECK_S
         while True:
-            time.sleep(min(30.0, max(0.05, idle_exit_s / 4)))
+            time.sleep(check)
+            if not _socket_is_ours(path, server.socket_inode):
+                server.shutdown()  # an orphan: nobody can reach it any more
+                return
             if time.monotonic() - service.last_request > idle_exit_s:
                 server.shutdown()
                 return
 
-    threading.Thread(target=_idle_watch, daemon=True).start()
+    threading.Thread(target=_watch, daemon=True).start()
     try:
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == server.socket_inode:
-                os.unlink(path)
-    return server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,26 +316,43 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.from_env()
     home = Path(memory_home())
     path = args.socket or socket_path(home)
+    lock = server_lock(home)
+    if lock is None:  # another server holds this home
+        with contextlib.suppress(FileNotFoundError):
+            (home / "hook-server.starting").unlink()
+        print(f"a hook server already serves {home}", flush=True)
+        return 0
     # SIGTERM stops it cleanly: the socket and the pid file are removed on the way out.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     service = HookService(settings)
-    service.warm_up()
     pid_file = home / "hook-server.pid"
     try:
-        home.mkdir(parents=True, exist_ok=True)
 
-        def ready() -> None:  # bound: only now is this the server (another may answer there)
+        def ready() -> None:  # bound: only now is this the server
             pid_file.write_text(str(os.getpid()))
             with contextlib.suppress(FileNotFoundError):
                 (home / "hook-server.starting").unlink()
             print(f"hook server {os.getpid()} listening on {path}", flush=True)
 
-        serve(path, service, on_ready=ready)
+        serve(
+            path,
+            service,
+            on_ready=ready,
+            processes=hook_processes(),
+            locked=True,
+            warm_up=service.warm_up,
+        )
     finally:
         with contextlib.suppress(OSError):
             if pid_file.read_text() == str(os.getpid()):
                 pid_file.unlink()
     return 0
+
+
+def hook_processes() -> int:
+    """HOOK_SERVER_PROCESSES (0: one per core)."""
+    n = tuning.HOOK_SERVER_PROCESSES
+    return n if n > 0 else max(1, os.cpu_count() or 1)
 
 
 if __name__ == "__main__":

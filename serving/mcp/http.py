@@ -15,6 +15,7 @@ from memory_pipeline.errors import UserError
 from serving.mcp.auth import load_or_create_token, token_path
 from serving.mcp.http_guard import HeaderGuard, HostPolicy, JsonRpcIdGuard, parse_host
 from serving.mcp.tools import build_server
+from serving.mcp.workers import worker_count
 
 DEFAULT_HTTP_PORT = 8765
 MCP_PATH = "/mcp"
@@ -112,7 +113,9 @@ def run_http(
 
     transport_security(host, allow_remote, allowed_hosts)  # refuse a bad bind before anything
     token = load_or_create_token(memory_home)
-    server = build_server(reader_url, token=token, include_private=include_private)
+    server = build_server(
+        reader_url, token=token, include_private=include_private, workers=worker_count()
+    )
     app = http_app(server, host, allow_remote, allowed_hosts)
     shown = f"[{host}]" if ":" in host else host
     print(

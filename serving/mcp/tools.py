@@ -66,6 +66,7 @@ from serving.mcp.schema import (
     Types,
     Until,
 )
+from serving.mcp.workers import Busy, Gate, ProcessRunner, ThreadRunner, ToolFailed
 from serving.models import ContextPack, EntityTimeline, SearchFilters, SearchHit
 from serving.render import (
     clean,
@@ -188,6 +189,102 @@ def _query(text: str, what: str = "query") -> str:
     return text
 
 
+class BodyContext:
+    """What a search or context-pack call needs: the reader connections and the embedder (of
+    this process, or of a worker process: serving/mcp/workers.py)."""
+
+    def __init__(self, pool: ReaderPool, embedder: QueryEmbedder) -> None:
+        self.pool = pool
+        self.embedder = _GuardedEmbedder(embedder)
+
+    @classmethod
+    def for_worker(cls, reader_url: str, ollama_host: str) -> BodyContext:
+        # One call at a time in a worker: one connection, kept.
+        return cls(ReaderPool(reader_url, max_size=1), QueryEmbedder(ollama_host))
+
+    def warm_up(self) -> None:
+        """Connect and load the serving space's model, so the first call is not the slow one."""
+        from memory_pipeline.embedding.spaces import serving_space
+
+        with self.pool.connection() as conn:
+            space = serving_space(conn)
+        if space is not None:
+            self.embedder.embed(space[0], "warm up")
+
+    def run(self, call: Callable[..., Any], **kw: Any) -> Any:
+        with _expected_failures(), self.pool.connection() as conn:
+            try:
+                return call(conn, embedder=self.embedder, **kw)
+            except _EmbedderFailed:
+                logger.warning("query embedding failed; keyword search only", exc_info=True)
+                return call(conn, embedder=None, **kw)
+
+
+def search_body(
+    ctx: BodyContext,
+    *,
+    query: str,
+    limit: int,
+    filters: SearchFilters,
+    project_context: str | None,
+    temporal_context: bool,
+) -> tuple[dict[str, Any], str]:
+    """memory_search's work: (structured content, text)."""
+    response = ctx.run(
+        _entity_search,
+        query=query,
+        limit=limit,
+        filters=filters,
+        project_context=project_context,
+        temporal_context=temporal_context,
+        record_surface="mcp",
+    )
+    hits, truncated = _cap_hits(response.results)
+    result = SearchResults(
+        query=clean(query), space=response.space, results=hits, truncated=truncated
+    )
+    extra = sum(1 for h in hits if h.temporal_context)
+    head = (
+        f"{len(hits) - extra} results"
+        f"{f' and {extra} temporal neighbours of the top one' if extra else ''}"
+        f" for: {clean(query)}{' (cut at the text cap)' if truncated else ''}. {result.note}"
+    )
+    return result.model_dump(mode="json"), head + "\n\n" + hits_text(hits)
+
+
+def _entity_search(conn: Any, *, filters: SearchFilters, **kw: Any) -> Any:
+    """search, with the caller's entity names resolved on the same connection."""
+    return search(conn, filters=entity_filters(conn, filters), **kw)
+
+
+def context_body(
+    ctx: BodyContext,
+    *,
+    query: str,
+    token_budget: int,
+    filters: SearchFilters,
+    project_context: str | None,
+) -> tuple[dict[str, Any], str]:
+    """memory_context's work: (structured content, text)."""
+    pack = ctx.run(
+        build_context_pack,
+        query=query,
+        token_budget=token_budget,
+        filters=filters,
+        project_context=project_context,
+        record_surface="mcp",
+    )
+    pack = clean_model(pack)
+    return pack.model_dump(mode="json"), pack_text(pack)
+
+
+def _answer(answer: tuple[dict[str, Any], str]) -> CallToolResult:
+    structured, text = answer
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
 def build_server(
     reader_url: str | None = None,
     *,
@@ -195,6 +292,7 @@ def build_server(
     pool: ReaderPool | None = None,
     token: str | None = None,
     include_private: bool = False,
+    workers: int = 0,
 ) -> MCPServer:
     """The MCP server with its eight read-only tools.
 
@@ -202,17 +300,37 @@ def build_server(
     configured one (`MEMORY_READER_URL`, else the read-only role on the pipeline's database).
     With `token`, streamable HTTP requires `Authorization: Bearer <token>`. Private-tier
     memories (sql/019) are on no tool unless `include_private` (`mcp --include-private`).
+    With `workers` > 0, memory_search and memory_context run in that many worker processes
+    (serving/mcp/workers.py), otherwise in threads of this process; either way behind a
+    bounded line that answers "busy, retry after N s" rather than make a call wait long.
     """
     private = include_private or None  # SearchFilters.include_private, or its default (False)
     pool = pool or ReaderPool(reader_url)
-    guarded = _GuardedEmbedder(embedder or QueryEmbedder(Settings.from_env().ollama_host))
+    ollama_host = Settings.from_env().ollama_host
+    local = BodyContext(pool, embedder or QueryEmbedder(ollama_host))
+    runner: ThreadRunner | ProcessRunner
+    if workers > 0:
+        runner = ProcessRunner(pool.url, ollama_host, workers)
+    else:
+        runner = ThreadRunner(lambda: local, tuning.MCP_POOL_SIZE)
+    gate = Gate(runner.slots, tuning.MCP_QUEUE_MAX_WAIT_S)
+
+    async def offload(body: Callable[..., Any], **kwargs: Any) -> CallToolResult:
+        try:
+            return _answer(await gate.run(lambda: runner.call(body, kwargs)))
+        except Busy as exc:
+            raise ToolError(str(exc)) from None
+        except ToolFailed as exc:
+            raise ToolError(str(exc)) from None
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> Any:
         pool.attach()
+        runner.start()
         try:
             yield {"pool": pool}
         finally:
+            runner.stop()
             await anyio.to_thread.run_sync(pool.detach)
 
     auth: dict[str, Any] = {}
@@ -227,15 +345,8 @@ def build_server(
     def tool(name: str, title: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         return collect(tools, name=name, title=title, annotations=READ_ONLY)
 
-    def run_search(conn: psycopg.Connection, call: Callable[..., Any], **kw: Any) -> Any:
-        try:
-            return call(conn, embedder=guarded, **kw)
-        except _EmbedderFailed:
-            logger.warning("query embedding failed; keyword search only", exc_info=True)
-            return call(conn, embedder=None, **kw)
-
     @tool("memory_search", "Search memories")
-    def memory_search(
+    async def memory_search(
         query: Query,
         limit: Annotated[int, Field(ge=1, le=tuning.MAX_LIMIT, description="How many results.")] = (
             tuning.DEFAULT_LIMIT
@@ -272,32 +383,17 @@ def build_server(
             exclude_reversed=exclude_reversed,
             entities=[entity] if entity else None,
         )
-        with _expected_failures(), pool.connection() as conn:
-            filters = entity_filters(conn, filters)
-            response = run_search(
-                conn,
-                search,
-                query=q,
-                limit=limit,
-                filters=filters,
-                project_context=project_context,
-                temporal_context=temporal_context,
-                record_surface="mcp",
-            )
-        hits, truncated = _cap_hits(response.results)
-        result = SearchResults(
-            query=clean(q), space=response.space, results=hits, truncated=truncated
+        return await offload(
+            search_body,
+            query=q,
+            limit=limit,
+            filters=filters,
+            project_context=project_context,
+            temporal_context=temporal_context,
         )
-        extra = sum(1 for h in hits if h.temporal_context)
-        head = (
-            f"{len(hits) - extra} results"
-            f"{f' and {extra} temporal neighbours of the top one' if extra else ''}"
-            f" for: {clean(q)}{' (cut at the text cap)' if truncated else ''}. {result.note}"
-        )
-        return _result(result, head + "\n\n" + hits_text(hits))
 
     @tool("memory_context", "Context pack for a task")
-    def memory_context(
+    async def memory_context(
         task: Task,
         token_budget: Annotated[
             int,
@@ -325,18 +421,13 @@ def build_server(
             exclude_reversed=exclude_reversed,
             entities=[entity] if entity else None,
         )
-        with _expected_failures(), pool.connection() as conn:
-            pack = run_search(
-                conn,
-                build_context_pack,
-                query=q,
-                token_budget=token_budget,
-                filters=filters,
-                project_context=project_context,
-                record_surface="mcp",
-            )
-        pack = clean_model(pack)
-        return _result(pack, pack_text(pack))
+        return await offload(
+            context_body,
+            query=q,
+            token_budget=token_budget,
+            filters=filters,
+            project_context=project_context,
+        )
 
     @tool("memory_read", "Read one memory")
     def memory_read(

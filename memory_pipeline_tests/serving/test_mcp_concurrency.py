@@ -1,0 +1,141 @@
+"""Many MCP clients at once (issue 35): worker processes answer every session, and a call that
+would wait too long is told "busy, retry after N s" at once instead of waiting."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator
+from datetime import date
+
+import anyio
+import httpx2
+import psycopg
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from memory_pipeline import tuning
+from memory_pipeline.embedding.minilm import get_minilm
+from memory_pipeline.embedding.store import embed_window
+from memory_pipeline_tests.support.memories import add_memory
+from serving.mcp.http import http_app
+from serving.mcp.pool import ReaderPool
+from serving.mcp.tools import build_server
+from serving.mcp.workers import Busy, Gate
+from serving.search import QueryEmbedder
+
+pytestmark = pytest.mark.anyio
+
+BASE = "http://127.0.0.1:8765"
+TOKEN = "c" * 43
+
+
+def _corpus(conn: psycopg.Connection) -> None:
+    for i in range(12):
+        add_memory(conn, f"Rate limits {i}", f"Token bucket number {i} lives in PostgreSQL.")
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))  # what the asset does
+
+
+async def _clients(app: object, sessions: int, calls_each: int) -> list[object]:
+    """`sessions` MCP sessions at once, each making `calls_each` memory_search calls."""
+    results: list[object] = []
+
+    async def one(s: int) -> None:
+        http = httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app),
+            base_url=BASE,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=120,
+        )
+        async with http, Client(streamable_http_client(f"{BASE}/mcp", http_client=http)) as c:
+            for i in range(calls_each):
+                results.append(
+                    await c.call_tool("memory_search", {"query": f"token bucket {s} {i}"})
+                )
+
+    async with anyio.create_task_group() as group:
+        for s in range(sessions):
+            group.start_soon(one, s)
+    return results
+
+
+@pytest.fixture
+async def worker_app(reader_url: str, conn: psycopg.Connection) -> AsyncIterator[object]:
+    _corpus(conn)
+    pool = ReaderPool(reader_url)
+    server = build_server(pool=pool, token=TOKEN, workers=2)
+    app = http_app(server)
+    try:
+        async with server.session_manager.run():
+            yield app
+    finally:
+        pool.close()
+
+
+async def test_many_sessions_on_worker_processes_all_answer(worker_app: object) -> None:
+    results = await _clients(worker_app, sessions=16, calls_each=2)
+    errors = [r.content[0].text for r in results if r.is_error]  # type: ignore[attr-defined]
+    assert len(results) == 32 and errors == []
+    texts = [r.content[0].text for r in results]  # type: ignore[attr-defined]
+    assert all("Token bucket number" in t for t in texts)  # real results, from the workers
+
+
+async def test_a_full_line_answers_busy_with_a_retry_time_at_once(
+    reader_url: str,
+    conn: psycopg.Connection,
+    embedder: QueryEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _corpus(conn)
+    monkeypatch.setattr(tuning, "MCP_POOL_SIZE", 1)  # one call at a time in threads
+    monkeypatch.setattr(tuning, "MCP_QUEUE_MAX_WAIT_S", 0.01)  # and no waiting in line
+    pool = ReaderPool(reader_url)
+    server = build_server(pool=pool, embedder=embedder, token=TOKEN)
+    app = http_app(server)
+    try:
+        async with server.session_manager.run():
+            started = time.monotonic()
+            results = await _clients(app, sessions=12, calls_each=1)
+            took = time.monotonic() - started
+    finally:
+        pool.close()
+    texts = [r.content[0].text for r in results]  # type: ignore[attr-defined]
+    busy = [t for r, t in zip(results, texts, strict=True) if r.is_error]  # type: ignore[attr-defined]
+    answered = [t for r, t in zip(results, texts, strict=True) if not r.is_error]  # type: ignore[attr-defined]
+    assert busy and answered, [t for t in texts if "busy" not in t]
+    assert all(
+        re.search(r"busy \(\d+ calls ahead of this one\); retry after \d+ s", t) for t in busy
+    )
+    assert all("Token bucket number" in t for t in answered), answered
+    assert took < 60  # nobody waited for the whole line
+
+
+async def test_the_gate_estimates_the_wait_from_the_calls_ahead() -> None:
+    gate = Gate(slots=2, max_wait_s=0.6)
+    gate.seconds_per_call = 0.25
+    release = anyio.Event()
+
+    async def slow() -> tuple[str, float]:
+        await release.wait()
+        return "done", 0.25
+
+    outcomes: list[object] = []
+
+    async def call() -> None:
+        try:
+            outcomes.append(await gate.run(slow))
+        except Busy as exc:
+            outcomes.append(exc)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(9):
+            group.start_soon(call)
+            await anyio.sleep(0)
+        await anyio.sleep(0.05)
+        # 2 run, and the line holds calls while (ahead / 2) x 0.25 s <= 0.6 s: 4 of them
+        assert (gate.active, gate.waiting) == (2, 4)
+        release.set()
+    busy = [o for o in outcomes if isinstance(o, Busy)]
+    assert len(busy) == 3 and outcomes.count("done") == 6
+    assert all(b.retry_after_s >= 1 for b in busy)

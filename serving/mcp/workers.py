@@ -1,0 +1,209 @@
+"""Where the CPU-bound tool calls run, and the bounded line in front of them.
+
+`memory_search` and `memory_context` spend their time in Python and numpy (the query embedding,
+fusion, rerank, packing), so threads of one process take turns on the GIL and on the embedder's
+BLAS lock: throughput stopped at ~17 calls/s on 2 cores however many clients came (issue 35).
+`ProcessRunner` runs them in worker processes instead (one per core by default), each with its
+own read-only connection and embedder; the SDK's session handling stays in the server's event
+loop. `ThreadRunner` runs them in a thread of this process (stdio, which serves one agent, and
+tests that hand in their own pool and embedder).
+
+`Gate` bounds the line: a call that would wait longer than `max_wait_s` (estimated from the calls
+ahead of it and the recent time per call) is answered at once with "busy, retry after N s"
+instead of waiting tens of seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import math
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from memory_pipeline import tuning
+
+logger = logging.getLogger(__name__)
+
+Answer = tuple[dict[str, Any], str]  # (structured content, text) of one tool call
+
+
+class Busy(Exception):
+    """The line is full: the call would wait longer than the gate allows."""
+
+    def __init__(self, ahead: int, retry_after_s: int) -> None:
+        self.ahead = ahead
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"the memory server is busy ({ahead} calls ahead of this one); "
+            f"retry after {retry_after_s} s"
+        )
+
+
+class ToolFailed(Exception):
+    """An expected failure inside a worker, with the safe text for the model."""
+
+
+class Gate:
+    """At most `slots` calls run at once; the others wait in line while the estimated wait
+    (calls ahead / slots x the recent seconds per call) stays within `max_wait_s`."""
+
+    def __init__(self, slots: int, max_wait_s: float) -> None:
+        self.slots = max(1, slots)
+        self.max_wait_s = max_wait_s
+        self.active = 0
+        self.waiting = 0
+        self.seconds_per_call = 0.05  # a moving average of the recent calls' service time
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def estimated_wait(self) -> float:
+        ahead = self.active + self.waiting - self.slots + 1
+        if ahead <= 0:
+            return 0.0
+        return ahead / self.slots * self.seconds_per_call
+
+    async def run(self, call: Callable[[], Any]) -> Any:
+        """`call()` returns (value, seconds of work): the work time, measured where the work ran
+        (not counting a worker's start), is what estimates the wait."""
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.slots)
+        wait = self.estimated_wait()
+        if wait > self.max_wait_s:
+            raise Busy(self.active + self.waiting, max(1, math.ceil(wait - self.max_wait_s / 2)))
+        self.waiting += 1
+        try:
+            await self._semaphore.acquire()
+        finally:
+            self.waiting -= 1
+        self.active += 1
+        try:
+            value, took = await call()
+        finally:
+            self.active -= 1
+            self._semaphore.release()
+        self.seconds_per_call = 0.8 * self.seconds_per_call + 0.2 * took
+        return value
+
+
+class ThreadRunner:
+    """Runs a tool body in a worker thread of this process, with this process's connections."""
+
+    def __init__(self, body_context: Callable[[], Any], threads: int) -> None:
+        self._context = body_context
+        self.slots = threads
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    async def call(
+        self, body: Callable[..., Answer], kwargs: dict[str, Any]
+    ) -> tuple[Answer, float]:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.slots)
+        ctx = self._context()
+        return await anyio.to_thread.run_sync(
+            lambda: _timed(body, ctx, kwargs), limiter=self._limiter
+        )
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+# --- the worker processes ----------------------------------------------------------------------
+_worker: Any = None  # in a worker process: its BodyContext
+
+
+def _init_worker(reader_url: str, ollama_host: str) -> None:
+    from serving.mcp.tools import BodyContext
+
+    global _worker
+    _worker = BodyContext.for_worker(reader_url, ollama_host)
+
+
+def _warm_worker() -> int:
+    _worker.warm_up()
+    return os.getpid()
+
+
+def _timed(body: Callable[..., Answer], ctx: Any, kwargs: dict[str, Any]) -> tuple[Answer, float]:
+    started = time.monotonic()
+    answer = body(ctx, **kwargs)
+    return answer, time.monotonic() - started
+
+
+def _run_in_worker(body: Callable[..., Answer], kwargs: dict[str, Any]) -> tuple[Answer, float]:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        return _timed(body, _worker, kwargs)
+    except ToolError as exc:
+        raise ToolFailed(str(exc)) from None
+    except Exception:
+        logger.exception("tool call failed in worker %s", os.getpid())
+        raise RuntimeError("the tool call failed in a worker process (see its log)") from None
+
+
+class ProcessRunner:
+    """Runs tool bodies in `processes` worker processes (spawned, so no thread state is copied),
+    started on first use and warmed up (connection and embedding model) right away."""
+
+    def __init__(self, reader_url: Callable[[], str], ollama_host: str, processes: int) -> None:
+        self._reader_url = reader_url
+        self._ollama_host = ollama_host
+        self.slots = max(1, processes)
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = concurrent.futures.ProcessPoolExecutor(
+                    max_workers=self.slots,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_init_worker,
+                    initargs=(self._reader_url(), self._ollama_host),
+                )
+                for _ in range(self.slots):  # each warms up as it starts
+                    self._executor.submit(_warm_worker)
+            return self._executor
+
+    def start(self) -> None:
+        """Start and warm the workers in the background (the first call need not wait)."""
+        threading.Thread(target=self._start_quietly, daemon=True).start()
+
+    def _start_quietly(self) -> None:
+        try:
+            self._pool()
+        except Exception:  # told to the first call that needs the workers
+            logger.warning("could not start the MCP worker processes yet", exc_info=True)
+
+    async def call(
+        self, body: Callable[..., Answer], kwargs: dict[str, Any]
+    ) -> tuple[Answer, float]:
+        executor = await anyio.to_thread.run_sync(self._pool)
+        future = executor.submit(_run_in_worker, body, kwargs)
+        return await asyncio.wrap_future(future)
+
+    def stop(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+def worker_count() -> int:
+    """MCP_WORKERS (tuning, or MEMORY_MCP_WORKERS): 0 means one per core; MEMORY_MCP_WORKERS=
+    threads runs the calls in threads of the server process instead (returns 0)."""
+    value = os.environ.get("MEMORY_MCP_WORKERS", "").strip().lower()
+    if value == "threads":
+        return 0
+    n = int(value) if value.isdigit() else tuning.MCP_WORKERS
+    return n if n > 0 else max(1, os.cpu_count() or 1)
