@@ -1,0 +1,44 @@
+"""Who owns a Gemini CLI session, from native evidence only. Delegation evidence wins.
+
+* delegated, `gemini_cli:subagent`: the session's `kind` is `"subagent"`, or its file lies in a
+  parent session's directory (`chats/<parentSessionId>/<id>.jsonl`): a subagent the main agent
+  ran (`agents/local-executor.ts` `chat.initialize(undefined, 'subagent')`);
+* user_owned, `gemini_cli:typed-prompt`: the project's `logs.json` holds prompts of this
+  session (the interactive UI logs every typed prompt there, `core/logger.ts`);
+* delegated, `gemini_cli:non-interactive`: `logs.json` is there and readable but holds no
+  prompt of this session: its prompts came from `gemini -p`, a pipe or a script
+  (`nonInteractiveCli.ts` never writes the log);
+* unknown (skipped), `gemini_cli:no-prompt-log`: no readable `logs.json` beside the session
+  (deleted, damaged, or a copy of the session file alone).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.capture.models import OwnershipVerdict
+
+
+def ownership(
+    kind: Any, parent: str | None, log_read: bool, typed: list[str], logs: Path
+) -> OwnershipVerdict:
+    evidence: dict[str, Any] = {}
+    if kind is not None:
+        evidence["kind"] = kind if isinstance(kind, str) else str(kind)[:40]
+    if parent:
+        evidence["parent_session_id"] = parent
+    if kind == "subagent" or parent:
+        return OwnershipVerdict(ownership="delegated", reason="gemini_cli:subagent", evidence=evidence)
+    if typed:
+        evidence["typed_prompts"] = len(typed)
+        evidence["typed_prompt"] = typed[0][:200]
+        return OwnershipVerdict(
+            ownership="user_owned", reason="gemini_cli:typed-prompt", evidence=evidence
+        )
+    evidence["logs"] = str(logs)
+    if log_read:
+        return OwnershipVerdict(
+            ownership="delegated", reason="gemini_cli:non-interactive", evidence=evidence
+        )
+    return OwnershipVerdict(ownership="unknown", reason="gemini_cli:no-prompt-log", evidence=evidence)
