@@ -96,7 +96,9 @@ class GeminiCliConnector:
         if started is None:
             issues.append(records.issue(path, "no_start_time", "no startTime, no timestamps"))
             return ParseResult(issues=issues)
-        parent = path.parent.name if path.parent.name != "chats" else None
+        # a subagent's log lies in its parent session's directory: chats/<parent>/<id>.jsonl
+        nested = path.parent.parent.name == "chats" and path.name.endswith(".jsonl")
+        parent = path.parent.name if nested else None
         chats = path.parent if parent is None else path.parent.parent
         project_dir = chats.parent
         gemini_dir = project_dir.parent.parent
