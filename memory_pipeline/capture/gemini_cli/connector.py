@@ -142,7 +142,9 @@ def _title(meta: dict[str, Any]) -> TaskTitle | None:
     if not text or not text.strip():
         return None
     observed = parse_time(meta.get("lastUpdated"))
-    return TaskTitle(text=" ".join(text.split())[:300], source="gemini_cli:summary", observed_at=observed)
+    return TaskTitle(
+        text=" ".join(text.split())[:300], source="gemini_cli:summary", observed_at=observed
+    )
 
 
 def _is_dir(path: Path) -> bool:

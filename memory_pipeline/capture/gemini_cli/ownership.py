@@ -29,7 +29,9 @@ def ownership(
     if parent:
         evidence["parent_session_id"] = parent
     if kind == "subagent" or parent:
-        return OwnershipVerdict(ownership="delegated", reason="gemini_cli:subagent", evidence=evidence)
+        return OwnershipVerdict(
+            ownership="delegated", reason="gemini_cli:subagent", evidence=evidence
+        )
     if typed:
         evidence["typed_prompts"] = len(typed)
         evidence["typed_prompt"] = typed[0][:200]
@@ -41,4 +43,6 @@ def ownership(
         return OwnershipVerdict(
             ownership="delegated", reason="gemini_cli:non-interactive", evidence=evidence
         )
-    return OwnershipVerdict(ownership="unknown", reason="gemini_cli:no-prompt-log", evidence=evidence)
+    return OwnershipVerdict(
+        ownership="unknown", reason="gemini_cli:no-prompt-log", evidence=evidence
+    )

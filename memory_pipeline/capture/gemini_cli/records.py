@@ -159,8 +159,8 @@ def read_log(path: Path) -> tuple[Conversation | None, list[ParseIssue]]:
     for line, record in iter_jsonl(path, read):
         if isinstance(record.get("$rewindTo"), str):
             conv.rewinds += 1
-        elif isinstance(record.get("id"), str):
-            conv.add(record, line, issues, path)
+        elif "id" in record and "type" in record:
+            conv.add(record, line, issues, path)  # a message (one with a bad id: bad_record)
         elif isinstance(record.get("$set"), dict):
             update = record["$set"]
             if "messages" in update:

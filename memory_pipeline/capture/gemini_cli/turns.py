@@ -19,8 +19,8 @@ What a message is, learnt from google-gemini/gemini-cli @ 5411f113:
 A turn is complete when a final answer follows its prompt and either a later prompt comes or the
 file ends on that answer; a prompt a later prompt follows without any answer (a cancelled or
 failed request) is dropped. The last turn is unfinished (it waits) while the file ends on a
-prompt, a tool call or a tool response. A damaged line between two messages drops the turn open
-across it. After a compression, the harness records the kept history again under new ids: a
+prompt, a tool call or a tool response. A damaged line ends an answered turn before it and drops
+a turn still waiting for its answer (what the line held is unknown). After a compression, the harness records the kept history again under new ids: a
 turn that repeats an earlier one exactly (prompt and answer) is that copy, not a new turn.
 """
 
@@ -67,16 +67,22 @@ def _has(content: Any, key: str) -> bool:
     return any(isinstance(p, dict) and p.get(key) is not None for p in _parts(content))
 
 
-def prompt_text(message: dict[str, Any]) -> str | None:
-    """The typed prompt of a `user` message, or None when the harness wrote it."""
+CONTINUES = "continues"  # a tool response or `Please continue.`: the same turn goes on
+INJECTED = "injected"  # context the harness added: what answers it is no answer to a prompt
+
+
+def prompt_text(message: dict[str, Any]) -> str:
+    """The typed prompt of a `user` message, or CONTINUES / INJECTED when the harness wrote it."""
     content = message.get("content")
     if _has(content, "functionResponse") and not visible_text(content).strip():
-        return None
+        return CONTINUES
     shown = visible_text(message.get("displayContent"))
     text = shown if shown.strip() else visible_text(content)
     text = HOOK_CONTEXT.sub("", text).strip()
-    if not text or text.startswith(_IGNORED_PREFIXES) or text == CONTINUE or SNAPSHOT in text:
-        return None
+    if text == CONTINUE:
+        return CONTINUES
+    if not text or text.startswith(_IGNORED_PREFIXES) or SNAPSHOT in text:
+        return INJECTED
     return text
 
 
@@ -104,7 +110,7 @@ class Turns:
 
 
 def build(conv: Conversation) -> Turns:
-    builder = TurnBuilder()
+    builder = _Builder()
     prompts: list[str] = []
     model: str | None = None
     first_at: datetime | None = None
@@ -117,17 +123,18 @@ def build(conv: Conversation) -> Turns:
         first = conv.first_line(mid)
         if first is not None:
             if any(previous_line < g < first for g in gaps):
-                builder.drop()  # what the damaged line held may have been this turn's
+                _across_gap(builder, answered)
                 answered = False
             previous_line = first
         kind = message.get("type")
         if kind == "user":
             text = prompt_text(message)
-            if text is not None:
+            if text == INJECTED:
+                _across_gap(builder, answered)  # the open turn ends before it
+            elif text != CONTINUES:
                 builder.prompt(text, native_turn_id=mid, at=at, message_id=mid)
                 prompts.append(text)
-            # a prompt, a tool response or `Please continue.`: the model has more to do
-            answered = False
+            answered = False  # the model has more to do
         elif kind == "gemini":
             model = string(message.get("model")) or model
             text = answer_text(message)
@@ -138,7 +145,7 @@ def build(conv: Conversation) -> Turns:
             builder.answer(text, at=at, message_id=mid)
             answered = builder.open is not None
     if gaps and any(g > previous_line for g in gaps):
-        builder.drop()
+        _across_gap(builder, answered)
         answered = False
     if answered and not conv.torn_tail:
         builder.finish()
@@ -153,6 +160,21 @@ def build(conv: Conversation) -> Turns:
         dropped=builder.dropped,
         replays=replays,
     )
+
+
+class _Builder(TurnBuilder):
+    def close(self) -> None:
+        self._close()
+
+
+def _across_gap(builder: _Builder, answered: bool) -> None:
+    """A damaged line or injected context: an answered turn ends before it (what follows up to
+    the next prompt is not known to be its own); a turn still waiting for its answer is
+    dropped."""
+    if answered:
+        builder.close()
+    else:
+        builder.drop()
 
 
 def _without_replays(turns: list[ParsedTurn]) -> tuple[list[ParsedTurn], int]:
