@@ -19,9 +19,11 @@ What a message is, learnt from google-gemini/gemini-cli @ 5411f113:
 A turn is complete when a final answer follows its prompt and either a later prompt comes or the
 file ends on that answer; a prompt a later prompt follows without any answer (a cancelled or
 failed request) is dropped. The last turn is unfinished (it waits) while the file ends on a
-prompt, a tool call or a tool response. A damaged line ends an answered turn before it and drops
-a turn still waiting for its answer (what the line held is unknown). After a compression, the harness records the kept history again under new ids: a
-turn that repeats an earlier one exactly (prompt and answer) is that copy, not a new turn.
+prompt, a tool call or a tool response (or a last line still being written). A damaged line, and
+injected context, end an answered turn before them and drop a turn still waiting for its answer
+(what the line held is unknown; what answers injected context answers no prompt). After a
+compression the harness records the kept history again under new ids: a turn that repeats an
+earlier one exactly (prompt and answer) is that copy, not a new turn.
 """
 
 from __future__ import annotations
