@@ -55,8 +55,9 @@ def issue(path: Path | str, reason: str, detail: str = "", line: int | None = No
 class Conversation:
     generation: str  # "json" (legacy document) or "jsonl" (the append log)
     meta: dict[str, Any] = field(default_factory=dict)
-    # message id -> (line or None, the message's latest version); insertion order = first write
-    messages: dict[str, tuple[int | None, dict[str, Any]]] = field(default_factory=dict)
+    # message id -> (line or None, the message's latest version); insertion order = first write.
+    # A message that could not be read is kept in its place as None (under a key of its own).
+    messages: dict[str, tuple[int | None, dict[str, Any] | None]] = field(default_factory=dict)
     rewinds: int = 0
     checkpoints: int = 0
     _first: dict[str, int] = field(default_factory=dict, repr=False)
@@ -72,13 +73,30 @@ class Conversation:
         kind = record.get("type")
         if not isinstance(mid, str) or not mid:
             issues.append(issue(path, "bad_record", "a message without a string id", line))
+            self._unusable(line)
             return
-        if kind not in MESSAGE_TYPES:
+        if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
             issues.append(issue(path, "unknown_record", f"message type {describe(kind)}", line))
+            self._unusable(line)
+            return
+        if mid in self.messages and next(reversed(self.messages)) != mid:
+            # Gemini writes a message again (its tokens, its tool calls) only while it is the
+            # last one; written again after others, one of the two copies is not what it says
+            issues.append(
+                issue(path, "bad_record", f"message {mid[:40]!r} written again out of place", line)
+            )
+            self._unusable(line)
             return
         if mid not in self.messages and line is not None:
             self._first[mid] = line
         self.messages[mid] = (line, record)
+
+    def _unusable(self, line: int | None) -> None:
+        """A message that cannot be read keeps its place: the turn around it is not whole."""
+        key = f"\x00unusable:{len(self.messages)}"
+        self.messages[key] = (line, None)
+        if line is not None:
+            self._first[key] = line
 
     def set_meta(self, values: dict[str, Any]) -> None:
         for key in META_FIELDS:
@@ -100,6 +118,7 @@ def _messages(
     for index, message in enumerate(values):
         if not isinstance(message, dict):
             bad += 1
+            conv._unusable(line)
             continue
         before = len(issues)
         conv.add(message, line, issues, path)
@@ -159,7 +178,7 @@ def read_log(path: Path) -> tuple[Conversation | None, list[ParseIssue]]:
     for line, record in iter_jsonl(path, read):
         if isinstance(record.get("$rewindTo"), str):
             conv.rewinds += 1
-        elif "id" in record and "type" in record:
+        elif "id" in record:
             conv.add(record, line, issues, path)  # a message (one with a bad id: bad_record)
         elif isinstance(record.get("$set"), dict):
             update = record["$set"]
@@ -172,6 +191,7 @@ def read_log(path: Path) -> tuple[Conversation | None, list[ParseIssue]]:
         else:
             keys = ", ".join(sorted(str(k) for k in record)[:5])
             issues.append(issue(path, "unknown_record", f"a record with keys {keys}", line))
+            conv._unusable(line)  # it may have been a message that lost its id
     conv.gaps = sorted(
         i.line
         for i in issues

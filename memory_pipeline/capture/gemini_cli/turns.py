@@ -120,7 +120,7 @@ def build(conv: Conversation) -> Turns:
     gaps = list(conv.gaps)
     previous_line = 0
     for mid, (_line, message) in conv.messages.items():
-        at = parse_time(message.get("timestamp"))
+        at = parse_time(message.get("timestamp")) if message is not None else None
         first_at = first_at or at
         first = conv.first_line(mid)
         if first is not None:
@@ -128,6 +128,10 @@ def build(conv: Conversation) -> Turns:
                 _across_gap(builder, answered)
                 answered = False
             previous_line = first
+        if message is None:  # a message that could not be read
+            _across_gap(builder, answered)
+            answered = False
+            continue
         kind = message.get("type")
         if kind == "user":
             text = prompt_text(message)
