@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from memory_pipeline.capture.gemini_cli import GeminiCliConnector
@@ -89,7 +90,7 @@ def original(source: Path) -> Original:
     ]
     bounds = [*prompts, len(lines)]
     ranges = {}
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in pairwise(bounds):
         ids = frozenset(str(r["id"]) for r in records[a:b] if isinstance(r.get("id"), str))
         ranges[records[a]["id"]] = (a, b, ids)
     return Original(source, relative, lines, result.tasks[0], ranges)
