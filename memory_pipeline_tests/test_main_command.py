@@ -68,9 +68,9 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
     assert "http://127.0.0.1:3000" in first_run.stderr
     rows = counts(home)
     assert (rows["captured_tasks"], rows["agent_turns"]) == (
-        35,
-        165,
-    )  # with the OpenCode and Aider demo sessions
+        43,
+        178,
+    )  # the user-owned demo sessions of every source, Gemini CLI's interactive one included
     assert rows["memories"] == rows["memory_embeddings"] > rows["topic_segments"] > 0
     backups = [p for p in (home / "backups").iterdir() if not p.name.startswith(".")]
     assert len(backups) == 1
