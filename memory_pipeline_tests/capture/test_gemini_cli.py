@@ -315,6 +315,35 @@ def test_injected_prompts_and_a_compression_replay_are_no_turns(home: Path):
     assert task.native_context["checkpoints"] == 1
 
 
+def test_referenced_file_contents_are_cut_from_a_prompt(home: Path):
+    c = GeminiCliConnector([home])
+    path = session(home, "session-2026-10-12T08-05-3f9c1a2b.jsonl")
+    parts = [
+        {"text": "Explain @ledger/format.py please"},
+        {"text": "\n--- Content from referenced files ---"},
+        {"text": "\nContent from @ledger/format.py:\n"},
+        {"text": "def money(x): return f'{x:.2f}'"},
+        {"text": "\n--- End of content ---"},
+    ]
+    with path.open("a") as f:
+        f.write(
+            line(
+                {
+                    "id": "at-1",
+                    "timestamp": "2026-10-12T08:11:00.000Z",
+                    "type": "user",
+                    "content": parts,
+                }
+            )
+        )
+        f.write(line(gemini("at-2", "It formats with two decimals.")))
+    task = only(c, path)
+    assert (task.turns[-1].prompt, task.turns[-1].outcome) == (
+        "Explain @ledger/format.py please",
+        "It formats with two decimals.",
+    )
+
+
 def test_bad_records_are_isolated(home: Path):
     c = GeminiCliConnector([home])
     path = session(home, "session-2026-10-12T08-05-3f9c1a2b.jsonl")

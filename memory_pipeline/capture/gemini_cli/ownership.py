@@ -9,7 +9,9 @@
   prompt of this session: its prompts came from `gemini -p`, a pipe or a script
   (`nonInteractiveCli.ts` never writes the log);
 * unknown (skipped), `gemini_cli:no-prompt-log`: no readable `logs.json` beside the session
-  (deleted, damaged, or a copy of the session file alone).
+  (deleted, damaged, a copy of the session file alone, or a project only ever driven by
+  `gemini -p`: the non-interactive CLI creates the log only for a slash command,
+  `nonInteractiveCliCommands.ts`).
 """
 
 from __future__ import annotations

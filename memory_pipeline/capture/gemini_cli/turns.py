@@ -10,7 +10,9 @@ What a message is, learnt from google-gemini/gemini-cli @ 5411f113:
   removed from a prompt, a message of nothing else is no prompt); a `/` or `?` command; the
   next-speaker check's `Please continue.` (`core/client.ts`: the model goes on with the same
   turn); and a compression summary (`<state_snapshot>`, `context/chatCompressionService.ts`).
-  When `displayContent` is set (the typed text, `content` being its expansion), it is the prompt.
+  When `displayContent` is set (the typed text, `content` being its expansion), it is the prompt;
+  without it, files an `@path` reference pulled in (`--- Content from referenced files ---` to
+  `--- End of content ---`) are cut from it.
 * a `gemini` message with `toolCalls` (or `functionCall` parts) is narration before a tool
   call; one with visible text and no tool call is the answer (the model ends a turn by answering
   without calling a tool). Text parts marked `thought` and the `thoughts` list are reasoning.
@@ -39,6 +41,11 @@ from memory_pipeline.capture.kiro_cli.common import TurnBuilder
 from memory_pipeline.capture.models import ParsedTurn
 
 HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+# `@path` references expanded into the message (cli/src/ui/hooks/atCommandProcessor.ts,
+# core/src/utils/constants.ts), in versions that recorded no `displayContent`
+REFERENCED = re.compile(
+    r"\s*--- Content from referenced files ---.*?(?:--- End of content ---|\Z)\s*", re.S
+)
 CONTINUE = "Please continue."
 SNAPSHOT = "<state_snapshot>"
 _IGNORED_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")
@@ -80,7 +87,7 @@ def prompt_text(message: dict[str, Any]) -> str:
         return CONTINUES
     shown = visible_text(message.get("displayContent"))
     text = shown if shown.strip() else visible_text(content)
-    text = HOOK_CONTEXT.sub("", text).strip()
+    text = REFERENCED.sub("\n", HOOK_CONTEXT.sub("", text)).strip()
     if text == CONTINUE:
         return CONTINUES
     if not text or text.startswith(_IGNORED_PREFIXES) or SNAPSHOT in text:
