@@ -192,6 +192,16 @@ def test_ownership_matrix(home: Path):
     assert tasks[INTERACTIVE].ownership.evidence["typed_prompts"] == 2
 
 
+def test_a_session_without_a_prompt_yet_is_not_called_headless(home: Path):
+    """Gemini writes the metadata line when the session starts, before anything is typed."""
+    path = chats(home) / "session-2026-10-14T09-00-0c0c0c0c.jsonl"
+    meta = {"sessionId": "0c0c0c0c-1111-4222-8333-444455556666", "projectHash": "ab" * 32}
+    path.write_text(line({**meta, "startTime": "2026-10-14T09:00:00.000Z", "kind": "main"}))
+    task = only(GeminiCliConnector([home]), path)
+    assert (task.ownership.ownership, task.ownership.reason) == ("unknown", "gemini_cli:no-prompt")
+    assert task.turns == [] and not task.unfinished_turn
+
+
 def test_delegation_evidence_wins_over_a_typed_prompt(home: Path):
     logs = home / "tmp" / "ledger" / "logs.json"
     entries = json.loads(logs.read_text())

@@ -128,7 +128,9 @@ class GeminiCliConnector:
             native_id=session_id,
             started_at=started,
             title=_title(meta),
-            ownership=ownership(meta.get("kind"), parent, log_read, typed, project_dir / LOGS),
+            ownership=ownership(
+                meta.get("kind"), parent, log_read, typed, project_dir / LOGS, len(built.prompts)
+            ),
             native_context=context,
             turns=built.turns,
             unfinished_turn=built.unfinished,

@@ -8,6 +8,9 @@
 * delegated, `gemini_cli:non-interactive`: `logs.json` is there and readable but holds no
   prompt of this session: its prompts came from `gemini -p`, a pipe or a script
   (`nonInteractiveCli.ts` never writes the log);
+* unknown (skipped), `gemini_cli:no-prompt`: no prompt in the session yet (a session Gemini
+  has just started: the UI logs a prompt before the session records it, so a session with a
+  prompt and no log entry is not interactive, but one without any prompt says nothing);
 * unknown (skipped), `gemini_cli:no-prompt-log`: no readable `logs.json` beside the session
   (deleted, damaged, a copy of the session file alone, or a project only ever driven by
   `gemini -p`: the non-interactive CLI creates the log only for a slash command,
@@ -23,7 +26,7 @@ from memory_pipeline.capture.models import OwnershipVerdict
 
 
 def ownership(
-    kind: Any, parent: str | None, log_read: bool, typed: list[str], logs: Path
+    kind: Any, parent: str | None, log_read: bool, typed: list[str], logs: Path, prompts: int
 ) -> OwnershipVerdict:
     evidence: dict[str, Any] = {}
     if kind is not None:
@@ -41,6 +44,10 @@ def ownership(
             ownership="user_owned", reason="gemini_cli:typed-prompt", evidence=evidence
         )
     evidence["logs"] = str(logs)
+    if not prompts:  # nothing asked yet: an interactive session logs its prompt before sending it
+        return OwnershipVerdict(
+            ownership="unknown", reason="gemini_cli:no-prompt", evidence=evidence
+        )
     if log_read:
         return OwnershipVerdict(
             ownership="delegated", reason="gemini_cli:non-interactive", evidence=evidence
