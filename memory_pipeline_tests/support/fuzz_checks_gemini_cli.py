@@ -28,7 +28,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from memory_pipeline.capture.gemini_cli import GeminiCliConnector
-from memory_pipeline.capture.gemini_cli.turns import prompt_text
+from memory_pipeline.capture.gemini_cli.turns import PROMPT, prompt_text
 from memory_pipeline.capture.models import ParsedTask
 from memory_pipeline_tests.support.fuzz_checks_chat_import import check_storable
 from memory_pipeline_tests.support.mutations import Mutated, fixture_lines
@@ -84,9 +84,7 @@ def original(source: Path) -> Original:
     assert result.issues == [] and len(result.tasks) == 1, (source, result.issues)
     records = [json.loads(line) for line in lines]
     prompts = [
-        i
-        for i, r in enumerate(records)
-        if r.get("type") == "user" and prompt_text(r) not in ("continues", "injected")
+        i for i, r in enumerate(records) if r.get("type") == "user" and prompt_text(r)[0] == PROMPT
     ]
     bounds = [*prompts, len(lines)]
     ranges = {}

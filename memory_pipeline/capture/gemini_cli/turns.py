@@ -76,23 +76,25 @@ def _has(content: Any, key: str) -> bool:
     return any(isinstance(p, dict) and p.get(key) is not None for p in _parts(content))
 
 
+PROMPT = "prompt"  # typed
 CONTINUES = "continues"  # a tool response or `Please continue.`: the same turn goes on
-INJECTED = "injected"  # context the harness added: what answers it is no answer to a prompt
+INJECTED = "injected"  # context the harness added: what answers it answers no prompt
 
 
-def prompt_text(message: dict[str, Any]) -> str:
-    """The typed prompt of a `user` message, or CONTINUES / INJECTED when the harness wrote it."""
+def prompt_text(message: dict[str, Any]) -> tuple[str, str]:
+    """(PROMPT, the typed prompt) of a `user` message, or (CONTINUES | INJECTED, "") when the
+    harness wrote it."""
     content = message.get("content")
     if _has(content, "functionResponse") and not visible_text(content).strip():
-        return CONTINUES
+        return CONTINUES, ""
     shown = visible_text(message.get("displayContent"))
     text = shown if shown.strip() else visible_text(content)
     text = REFERENCED.sub("\n", HOOK_CONTEXT.sub("", text)).strip()
     if text == CONTINUE:
-        return CONTINUES
+        return CONTINUES, ""
     if not text or text.startswith(_IGNORED_PREFIXES) or SNAPSHOT in text:
-        return INJECTED
-    return text
+        return INJECTED, ""
+    return PROMPT, text
 
 
 def answer_text(message: dict[str, Any]) -> str | None:
@@ -141,10 +143,10 @@ def build(conv: Conversation) -> Turns:
             continue
         kind = message.get("type")
         if kind == "user":
-            text = prompt_text(message)
-            if text == INJECTED:
+            what, text = prompt_text(message)
+            if what == INJECTED:
                 _across_gap(builder, answered)  # the open turn ends before it
-            elif text != CONTINUES:
+            elif what == PROMPT:
                 builder.prompt(text, native_turn_id=mid, at=at, message_id=mid)
                 prompts.append(text)
             answered = False  # the model has more to do
