@@ -90,6 +90,13 @@ AIDER_HISTORY_MAX_BYTES = 256 * 1024 * 1024
 CURSOR_SQLITE_TIMEOUT_S = 2.0
 # A Cursor agent transcript (`agent-transcripts/*.jsonl`) larger than this is skipped, recorded.
 CURSOR_TRANSCRIPT_MAX_BYTES = 256 * 1024 * 1024
+# Gemini CLI (capture/gemini_cli/): a legacy session document (`session-*.json`, read whole) larger
+# than this is skipped, recorded; so is a JSONL session (`session-*.jsonl`, streamed) larger than
+# GEMINI_JSONL_MAX_BYTES. `logs.json` (the typed prompts, ownership evidence) is read up to
+# GEMINI_LOGS_MAX_BYTES (a larger one counts as unreadable: ownership unknown).
+GEMINI_DOCUMENT_MAX_BYTES = 64 * 1024 * 1024
+GEMINI_JSONL_MAX_BYTES = 512 * 1024 * 1024
+GEMINI_LOGS_MAX_BYTES = 32 * 1024 * 1024
 
 # The transcript sensor (capture/definitions.py) looks at the source roots at most this often.
 # A look over unchanged files costs one stat each and one query. With

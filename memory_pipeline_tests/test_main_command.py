@@ -67,8 +67,9 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
     assert first_run.returncode == 0, first_run.stderr[-3000:]
     assert "http://127.0.0.1:3000" in first_run.stderr
     rows = counts(home)
-    # The demo: Codex, Claude Code, chat imports, OpenCode, Aider, Kiro CLI and IDE, Cursor.
-    assert (rows["captured_tasks"], rows["agent_turns"]) == (43, 178)
+    # The demo's user-owned sessions of every source: Codex, Claude Code, chat imports, OpenCode,
+    # Aider, Kiro CLI and IDE, Cursor, Gemini CLI.
+    assert (rows["captured_tasks"], rows["agent_turns"]) == (44, 180)
     assert rows["memories"] == rows["memory_embeddings"] > rows["topic_segments"] > 0
     backups = [p for p in (home / "backups").iterdir() if not p.name.startswith(".")]
     assert len(backups) == 1

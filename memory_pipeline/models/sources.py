@@ -188,6 +188,19 @@ SOURCES: tuple[SourceSpec, ...] = (
         reads="Cursor's state.vscdb stores (globalStorage, workspaceStorage) and cursor-agent"
         " transcripts (~/.cursor/projects/*/agent-transcripts)",
     ),
+    SourceSpec(
+        name="gemini_cli",
+        display="Gemini CLI",
+        title_prefix="Gemini",
+        described="Gemini CLI",
+        factory="memory_pipeline.capture.gemini_cli.connector:build",
+        # GEMINI_CLI_HOME replaces the home directory (utils/paths.ts homedir()): the root is
+        # $GEMINI_CLI_HOME/.gemini; ~/.gemini on Linux and macOS alike.
+        roots=(Root("GEMINI_CLI_HOME", ("~/.gemini",), below=".gemini"),),
+        demo=("gemini_home/.gemini",),
+        keyword="gemini_home",
+        reads="Gemini CLI sessions (~/.gemini/tmp/<project>/chats: session-*.json, *.jsonl)",
+    ),
 )
 
 # Sources of stored memories that are not captured tasks (the dream cycle's syntheses).

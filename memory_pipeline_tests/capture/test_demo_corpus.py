@@ -129,6 +129,8 @@ def test_tasks_per_source_and_ownership(tasks, manifest) -> None:
         ("kiro_cli", "delegated"): 1,
         ("kiro_ide", "user_owned"): 2,
         ("cursor", "user_owned"): 3,
+        ("gemini_cli", "user_owned"): 1,
+        ("gemini_cli", "delegated"): 1,
     }
 
 
@@ -147,10 +149,12 @@ def test_delegated_tasks_have_the_right_reasons(tasks, manifest) -> None:
         ("opencode", "subagent"),
         ("aider", "exec"),
         ("kiro_cli", "subagent"),
+        ("gemini_cli", "exec"),
     }
     assert reasons[("opencode", "subagent")].reason == "opencode:child-session"
     assert reasons[("aider", "exec")].reason == "aider:scripted-message"
     assert reasons[("kiro_cli", "subagent")].reason == "kiro_cli:subagent"
+    assert reasons[("gemini_cli", "exec")].reason == "gemini_cli:non-interactive"
     assert reasons[("codex", "exec")].reason == "codex:exec"
     assert reasons[("codex", "subagent")].reason.startswith("codex:subagent")
     assert reasons[("codex", "subagent")].evidence["thread_source"] == "subagent"
@@ -175,6 +179,7 @@ def test_user_owned_sessions_are_interactive(tasks) -> None:
         "kiro_ide:chat": 2,
         "cursor:typed-prompt": 2,
         "cursor:cli-prompt-history": 1,
+        "gemini_cli:typed-prompt": 1,
     }
 
 

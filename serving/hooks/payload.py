@@ -21,6 +21,12 @@ Output, the same for Claude Code and Codex: exit 0 with
 `{"hookSpecificOutput": {"hookEventName": "<event>", "additionalContext": "<text>"}}` on stdout
 adds the text to the model's context; printing nothing adds nothing.
 
+Gemini CLI (google-gemini/gemini-cli `docs/hooks/reference.md`, `packages/core/src/hooks/`):
+every event carries `session_id`, `transcript_path`, `cwd`, `hook_event_name` and `timestamp`;
+`SessionStart` adds `source` (`startup`, `resume`, `clear`), `BeforeAgent` (a submitted prompt)
+adds `prompt`. The answer is the same JSON `hookSpecificOutput.additionalContext`, named by
+Gemini's event (`BeforeAgent`; Gemini reads only `additionalContext`).
+
 Cursor (hooks in `~/.cursor/hooks.json`; payloads captured from Cursor 3.17/3.18 in
 fusengine/harness `test/fixtures/cursor/`): every event carries `conversation_id`,
 `generation_id`, `model`, `hook_event_name` (`sessionStart`, `beforeSubmitPrompt`, ...),
@@ -39,9 +45,9 @@ SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 # The CLI's subcommand -> the event it answers.
 EVENTS = {"session-start": SESSION_START, "prompt": USER_PROMPT_SUBMIT}
-# How the answer is written: JSON `hookSpecificOutput` (Claude Code, Codex), the text itself
-# (Kiro CLI), or Cursor's `{"additional_context": ...}`.
-JSON, PLAIN, CURSOR = "json", "plain", "cursor"
+# How the answer is written: JSON `hookSpecificOutput` (Claude Code, Codex; Gemini CLI's names its
+# own event), the text itself (Kiro CLI), or Cursor's `{"additional_context": ...}`.
+JSON, PLAIN, CURSOR, GEMINI = "json", "plain", "cursor", "gemini"
 AGENTS = ("claude-code", "codex", "kiro", CURSOR)  # the --agent values (Cursor's is installed)
 # Other agents' event names -> (our event, the answer's form).
 _NAMED = {
@@ -49,7 +55,10 @@ _NAMED = {
     "userPromptSubmit": (USER_PROMPT_SUBMIT, PLAIN),
     "sessionStart": (SESSION_START, CURSOR),
     "beforeSubmitPrompt": (USER_PROMPT_SUBMIT, CURSOR),
+    "BeforeAgent": (USER_PROMPT_SUBMIT, GEMINI),  # Gemini CLI (its SessionStart is Claude's)
 }
+# The event name a Gemini CLI answer gives (hookSpecificOutput.hookEventName).
+_GEMINI_EVENTS = {SESSION_START: "SessionStart", USER_PROMPT_SUBMIT: "BeforeAgent"}
 
 
 class PayloadError(ValueError):
@@ -69,7 +78,7 @@ class HookEvent:
         cwd: str | None,
         source: str | None,  # session start: startup, resume, clear, compact
         session_id: str | None,
-        form: str = JSON,  # how the agent reads the answer (JSON, PLAIN, CURSOR)
+        form: str = JSON,  # how the agent reads the answer (JSON, PLAIN, CURSOR, GEMINI)
     ) -> None:
         self.form = form
         self.event = event
@@ -113,4 +122,6 @@ def output(event: str, text: str, form: str = JSON) -> str:
         return text if text.endswith("\n") else text + "\n"
     if form == CURSOR:
         return json.dumps({"additional_context": text})
+    if form == GEMINI:
+        event = _GEMINI_EVENTS.get(event, event)
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})

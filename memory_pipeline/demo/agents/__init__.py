@@ -19,6 +19,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from memory_pipeline.demo.agents import aider, cursor, kiro_cli, kiro_ide, opencode
+from memory_pipeline.demo.agents import aider, cursor, gemini_cli, kiro_cli, kiro_ide, opencode
 
-DEMO_AGENTS: tuple[ModuleType, ...] = (opencode, aider, kiro_cli, kiro_ide, cursor)
+DEMO_AGENTS: tuple[ModuleType, ...] = (opencode, aider, kiro_cli, kiro_ide, cursor, gemini_cli)

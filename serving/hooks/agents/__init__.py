@@ -13,7 +13,7 @@ A module here says, for `memory-pipeline hooks install|uninstall <NAME>`:
     AFTER_INSTALL: str | None             # one line printed after an install (or None)
 
 The file format is the one `serving/hooks/install.py` merges: `{"hooks": {event: [{"matcher":
-..., "hooks": [handler, ...]}]}}`, which Claude Code, Codex (and Gemini CLI) share. A new agent is
+..., "hooks": [handler, ...]}]}}`, which Claude Code, Codex and Gemini CLI share. A new agent is
 one module and one line in `AGENTS` (an agent whose events list handlers directly, Kiro CLI's
 and Cursor's `{"hooks": {event: [handler]}}`, says `FORMAT = "flat"` and may give `new_file()`,
 what a file install creates starts as; OpenCode's plugin is a whole file the module plans itself,
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from serving.hooks.agents import claude_code, codex, cursor, kiro, opencode
+from serving.hooks.agents import claude_code, codex, cursor, gemini, kiro, opencode
 
-AGENTS: tuple[ModuleType, ...] = (claude_code, codex, opencode, kiro, cursor)
+AGENTS: tuple[ModuleType, ...] = (claude_code, codex, opencode, kiro, cursor, gemini)
 
 BY_NAME: dict[str, ModuleType] = {a.NAME: a for a in AGENTS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)

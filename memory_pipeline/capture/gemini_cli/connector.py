@@ -1,0 +1,176 @@
+"""GeminiCliConnector: Gemini CLI's recorded sessions -> ParsedTask.
+
+Root: Gemini CLI's directory, `~/.gemini` (Linux and macOS alike), or `$GEMINI_CLI_HOME/.gemini`
+when GEMINI_CLI_HOME replaces the home directory (`utils/paths.ts` `homedir()`). Below it
+(google-gemini/gemini-cli @ 5411f113, `services/chatRecordingService.ts`, `config/storage.ts`):
+
+* `tmp/<project>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.json`: a legacy session document;
+* `tmp/<project>/chats/session-<...>-<id8>.jsonl`: a session log (current versions);
+* `tmp/<project>/chats/<parentSessionId>/<sessionId>.jsonl`: a subagent's log;
+* `tmp/<project>/logs.json` (typed prompts) and `.project_root`, `projects.json` (the project's
+  root directory): read beside a session, see `projects.py`.
+
+One session file is one task (identity: `sessionId`) and one unit of change detection. The
+formats are `records.py`, turns `turns.py`, ownership `ownership.py`. Native fields kept as
+provenance: `projectHash`, the project directory's name, the root (`cwd`), `directories`,
+`kind`, the last `model`; the title is the session's `summary` (Gemini's own summary of it).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.capture.codex.fields import bounded, exception_detail, parse_time, string
+from memory_pipeline.capture.files import sort_candidates
+from memory_pipeline.capture.gemini_cli import records, turns
+from memory_pipeline.capture.gemini_cli.ownership import ownership
+from memory_pipeline.capture.gemini_cli.projects import LOGS, ProjectFiles
+from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult, TaskTitle
+from memory_pipeline.capture.protocol import ConnectorOptions
+
+SOURCE = "gemini_cli"
+PREFIX = "session-"
+
+
+class GeminiCliConnector:
+    source = SOURCE
+
+    def __init__(self, roots: list[Path] | Path) -> None:
+        self.roots = [Path(r) for r in (roots if isinstance(roots, list) else [roots])]
+        self.projects = ProjectFiles()
+        self.skipped_files: list[ParseIssue] = []
+
+    # --- protocol -------------------------------------------------------------------------------
+
+    def discover(self) -> list[Path]:
+        self.skipped_files = []
+        found: list[Path] = []
+        for root in self.roots:
+            candidates: list[Path] = []
+            for chats in _dirs(root / "tmp", "chats"):
+                for entry in _list(chats):
+                    name = entry.name
+                    if name.startswith(PREFIX) and name.endswith(".jsonl"):
+                        candidates.append(entry)
+                    elif name.startswith(PREFIX) and name.endswith(".json"):
+                        # a resumed legacy session goes on in `<name>.jsonl` (a migration)
+                        if not (chats / f"{name}l").exists():
+                            candidates.append(entry)
+                    elif _is_dir(entry):
+                        candidates += [p for p in _list(entry) if p.name.endswith(".jsonl")]
+            found += sort_candidates(candidates, root, self.skipped_files)
+        return sorted(set(found))
+
+    def task_days(self, path: Path) -> set[date]:
+        """The same start rule as parse(): parse is the peek (a session is one file)."""
+        try:
+            return {t.started_at.astimezone(UTC).date() for t in self.parse(path).tasks}
+        except Exception:
+            return set()
+
+    def parse(self, path: Path) -> ParseResult:
+        path = Path(path)
+        try:
+            return self._parse(path)
+        except Exception as exc:  # last-resort guard: parse() never raises for bad input
+            return ParseResult(issues=[records.issue(path, "parser_error", exception_detail(exc))])
+
+    # --- one session file -----------------------------------------------------------------------
+
+    def _parse(self, path: Path) -> ParseResult:
+        if path.name.endswith(".jsonl"):
+            conv, issues = records.read_log(path)
+        else:
+            conv, issues = records.read_document(path)
+        if conv is None:
+            return ParseResult(issues=issues)
+        meta = conv.meta
+        session_id = string(meta.get("sessionId"))
+        if not session_id or not session_id.strip():
+            issues.append(records.issue(path, "no_session_id", "no sessionId"))
+            return ParseResult(issues=issues)
+        built = turns.build(conv)
+        started = parse_time(meta.get("startTime")) or built.first_at
+        if started is None:
+            issues.append(records.issue(path, "no_start_time", "no startTime, no timestamps"))
+            return ParseResult(issues=issues)
+        # a subagent's log lies in its parent session's directory: chats/<parent>/<id>.jsonl
+        nested = path.parent.parent.name == "chats" and path.name.endswith(".jsonl")
+        parent = path.parent.name if nested else None
+        chats = path.parent if parent is None else path.parent.parent
+        project_dir = chats.parent
+        gemini_dir = project_dir.parent.parent
+        project_hash = string(meta.get("projectHash"))
+        context: dict[str, Any] = {"format": conv.generation, "project_dir": project_dir.name}
+        if project_hash:
+            context["project_hash"] = project_hash
+        root, how = self.projects.project_root(gemini_dir, project_dir, project_hash)
+        if root:
+            context["cwd"], context["cwd_source"] = root, how
+        if meta.get("directories"):
+            context["directories"] = bounded(meta["directories"][:20])
+        if meta.get("kind") is not None:
+            context["kind"] = bounded(meta["kind"])
+        if parent:
+            context["parent_session_id"] = parent
+        if built.model:
+            context["model"] = built.model
+        for key, count in (("rewinds", conv.rewinds), ("checkpoints", conv.checkpoints)):
+            if count:
+                context[key] = count
+        if built.replays:
+            context["replayed_turns"] = built.replays
+        log_read, typed = self.projects.typed(project_dir, session_id)
+        task = ParsedTask(
+            source=SOURCE,
+            native_id=session_id,
+            started_at=started,
+            title=_title(meta),
+            ownership=ownership(
+                meta.get("kind"), parent, log_read, typed, project_dir / LOGS, len(built.prompts)
+            ),
+            native_context=context,
+            turns=built.turns,
+            unfinished_turn=built.unfinished,
+            source_path=str(path),
+        )
+        return ParseResult(tasks=[task], issues=issues)
+
+
+def _title(meta: dict[str, Any]) -> TaskTitle | None:
+    text = string(meta.get("summary"))
+    if not text or not text.strip():
+        return None
+    observed = parse_time(meta.get("lastUpdated"))
+    return TaskTitle(
+        text=" ".join(text.split())[:300], source="gemini_cli:summary", observed_at=observed
+    )
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink()
+    except OSError:
+        return False
+
+
+def _list(directory: Path) -> list[Path]:
+    try:
+        return list(directory.iterdir())
+    except OSError:
+        return []
+
+
+def _dirs(tmp: Path, name: str) -> list[Path]:
+    """`tmp/<project>/<name>` for every project directory (never through a symlink)."""
+    return [p / name for p in _list(tmp) if _is_dir(p) and _is_dir(p / name)]
+
+
+def build(roots: list[Path], options: ConnectorOptions | None = None) -> GeminiCliConnector:
+    """The registry's factory (memory_pipeline/models/sources.py)."""
+    return GeminiCliConnector(list(roots))
+
+
+__all__ = ["GeminiCliConnector", "build"]
