@@ -148,6 +148,11 @@ SEGMENT_SHIFT_CUES = (
     r"\bmoving on\b",
     r"\bnext (?:topic|task)\b",
     r"\bsomething (?:else|different)\b",
+    # Real sessions (evaluation/real_sessions): "let's add a new feature", "let's circle back to
+    # the security ones", "i changed my mind, let's leave these for last".
+    r"\bnew feature\b",
+    r"\bcircle back\b",
+    r"\bchanged my mind\b",
 )
 SEGMENT_SHIFT_CUE_SCAN_CHARS = 120  # shift cues count only near the start of a prompt
 # A prompt opening like this refers back to the current segment.
@@ -473,10 +478,20 @@ SEGMENT_FOLLOW_UP = (
     # "implement it", "add this to ...", "so this doesn't come back": about what was just done.
     r"|^\W*(?:\w+\s+){0,3}?(?:add|build|create|implement|fix|do|apply)\s+(?:it|this|that|them"
     r"|those|these)\b|\bso (?:this|that|it) (?:doesn't|does not|won't|can't)\b"
+    # Resuming after the agent hit its usage limit: "you hit a token limit which has now reset,
+    # please continue", "you ran out of tokens... pick up where you left off".
+    r"|\bhit (?:a|the|your) (?:token |usage |rate )?limit\b|\bran out of (?:tokens|context)\b"
+    r"|\bpick up where\b"
 )
 SEGMENT_NEW_REQUEST_NOVELTY = 0.6
 SEGMENT_NEW_QUESTION_NOVELTY = 0.7
 SEGMENT_NEW_QUESTION_MIN_TERMS = 10  # a question that states a new subject on its own
+# A prompt of any form (not a follow-up, at least SEGMENT_MIN_PROMPT_TERMS content words) whose
+# words are at least this new and whose similarity to the segment is below
+# SEGMENT_NOVEL_PROMPT_MAX_SIM opens one as well: real users seldom open a new subject with a
+# work verb ("i've looked into one of the issues...", "when the tui starts can we jump to...").
+SEGMENT_NOVEL_PROMPT_NOVELTY = 0.65
+SEGMENT_NOVEL_PROMPT_MAX_SIM = 0.55
 # Documented maximum span: a segment of more than this many turns with no evident boundary is
 # cut so its first part fits (both parts when it is at most twice this long), before the turn
 # that is not a follow-up or a short prompt if any, then the least similar, then the latest;

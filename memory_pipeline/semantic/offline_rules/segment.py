@@ -205,12 +205,16 @@ class OfflineRulesBackend:
             window = current[-T.SEGMENT_WINDOW_TURNS :]
             t = turns[i]
             sim = self._turn_sim(turns, emb, i, window)
-            if t.shift_cue:
+            if all(turns[j].turn.prompt.lstrip().startswith("/") for j in current):
+                # A segment of slash commands only (a workflow launcher such as
+                # "/bmad:...:create-tech-spec"): the first prompt after it says what it is for.
+                boundary = False
+            elif t.shift_cue:
                 boundary = sim < T.SEGMENT_CUE_KEEP_THRESHOLD
             elif len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS or t.correction_cue:
                 boundary = False
             else:
-                t.opens_purpose = self._opens_purpose(turns, i, current)
+                t.opens_purpose = self._opens_purpose(turns, i, current, sim)
                 boundary = sim < T.SEGMENT_SHIFT_THRESHOLD or t.opens_purpose
             if boundary:
                 groups.append([i])
@@ -222,17 +226,23 @@ class OfflineRulesBackend:
             groups = groups[1:]  # the new turns all shifted away from the tail
         return groups
 
-    def _opens_purpose(self, turns: list[RuleTurn], i: int, current: list[int]) -> bool:
+    def _opens_purpose(self, turns: list[RuleTurn], i: int, current: list[int], sim: float) -> bool:
         """The purpose rule (tuning: SEGMENT_REQUEST_OPENERS...): a new request, problem report
-        or question that refers to nothing said and whose words are mostly new."""
+        or question that refers to nothing said and whose words are mostly new; or any prompt
+        that refers to nothing said, whose words are almost all new and which is not similar
+        to the segment (SEGMENT_NOVEL_PROMPT_*)."""
         t = turns[i]
-        if t.follow_up or t.continuation_cue or not (t.new_request or t.new_question):
+        if t.follow_up or t.continuation_cue:
             return False
         words = set(t.prompt_terms)
         known: set[str] = set(content_terms(turns[i - 1].turn.outcome))
         for j in current:
             known.update(turns[j].prompt_terms)
         novelty = len(words - known) / len(words)
+        if novelty >= T.SEGMENT_NOVEL_PROMPT_NOVELTY and sim < T.SEGMENT_NOVEL_PROMPT_MAX_SIM:
+            return True
+        if not (t.new_request or t.new_question):
+            return False
         if t.new_request:
             return novelty >= T.SEGMENT_NEW_REQUEST_NOVELTY
         return (
