@@ -482,6 +482,8 @@ SEGMENT_FOLLOW_UP = (
     # please continue", "you ran out of tokens... pick up where you left off".
     r"|\bhit (?:a|the|your) (?:token |usage |rate )?limit\b|\bran out of (?:tokens|context)\b"
     r"|\bpick up where\b"
+    # "Users still say the UI feels sluggish", "i'm still seeing this happen".
+    r"|^\W*(?:[\w'’]+\s+){0,3}?still\b"
 )
 SEGMENT_NEW_REQUEST_NOVELTY = 0.6
 SEGMENT_NEW_QUESTION_NOVELTY = 0.7
@@ -490,6 +492,7 @@ SEGMENT_NEW_QUESTION_MIN_TERMS = 10  # a question that states a new subject on i
 # words are at least this new and whose similarity to the segment is below
 # SEGMENT_NOVEL_PROMPT_MAX_SIM opens one as well: real users seldom open a new subject with a
 # work verb ("i've looked into one of the issues...", "when the tui starts can we jump to...").
+# With an embedder only (the vectors confirm the subject changed, not just the wording).
 SEGMENT_NOVEL_PROMPT_NOVELTY = 0.65
 SEGMENT_NOVEL_PROMPT_MAX_SIM = 0.55
 # Documented maximum span: a segment of more than this many turns with no evident boundary is
