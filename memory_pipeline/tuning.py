@@ -219,6 +219,12 @@ DECISION_CUES_NEED_REASON = (
     r"|limited)\b(?:\s+\S+){0,10}\s*$",
     # A direction the user gives with a hedge: "i think we would want to include all sources".
     r"\bwe(?: would|'d) (?:want|like|rather|prefer)\b",
+    # A direction with its reason beside it (real sessions): "let's remove the code areas line
+    # ... i think it's confusing because ...", "there is a need to track the latest synced
+    # message id, so that the next sync cycle can find the delta".
+    r"^\W*let'?s (?!(?:see|try|check|look|do|get|work|continue|go|validate|run|start|think"
+    r"|talk|make sure)\b)\w+",
+    r"\b(?:there is|there's) a need to\b",
 )
 # A fix that worked, reported as what resolved the problem ("Key fix: resolved the Dialyzer false
 # positive by using X instead of Y"): a finding (an insight), checked before the decision cues.
@@ -488,13 +494,6 @@ SEGMENT_FOLLOW_UP = (
 SEGMENT_NEW_REQUEST_NOVELTY = 0.6
 SEGMENT_NEW_QUESTION_NOVELTY = 0.7
 SEGMENT_NEW_QUESTION_MIN_TERMS = 10  # a question that states a new subject on its own
-# A prompt of any form (not a follow-up, at least SEGMENT_MIN_PROMPT_TERMS content words) whose
-# words are at least this new and whose similarity to the segment is below
-# SEGMENT_NOVEL_PROMPT_MAX_SIM opens one as well: real users seldom open a new subject with a
-# work verb ("i've looked into one of the issues...", "when the tui starts can we jump to...").
-# With an embedder only (the vectors confirm the subject changed, not just the wording).
-SEGMENT_NOVEL_PROMPT_NOVELTY = 0.65
-SEGMENT_NOVEL_PROMPT_MAX_SIM = 0.55
 # Documented maximum span: a segment of more than this many turns with no evident boundary is
 # cut so its first part fits (both parts when it is at most twice this long), before the turn
 # that is not a follow-up or a short prompt if any, then the least similar, then the latest;

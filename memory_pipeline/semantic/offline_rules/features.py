@@ -28,8 +28,6 @@ class RuleTurn:
     follow_up: bool = False
     # This turn opens a segment by the purpose rule or the maximum span (never merged away).
     opens_purpose: bool = False
-    # This turn opens a segment by the novel-prompt rule (segment.py `_novel_prompt`).
-    novel_prompt: bool = False
 
     @property
     def ordinal(self) -> int:

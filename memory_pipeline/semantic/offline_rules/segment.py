@@ -215,8 +215,7 @@ class OfflineRulesBackend:
                 boundary = False
             else:
                 t.opens_purpose = self._opens_purpose(turns, i, current)
-                t.novel_prompt = self._novel_prompt(turns, i, current, sim)
-                boundary = sim < T.SEGMENT_SHIFT_THRESHOLD or t.opens_purpose or t.novel_prompt
+                boundary = sim < T.SEGMENT_SHIFT_THRESHOLD or t.opens_purpose
             if boundary:
                 groups.append([i])
             else:
@@ -227,42 +226,23 @@ class OfflineRulesBackend:
             groups = groups[1:]  # the new turns all shifted away from the tail
         return groups
 
-    @staticmethod
-    def _novelty(turns: list[RuleTurn], i: int, current: list[int]) -> float:
-        """Share of the prompt's content words in no prompt of the current segment and not in
-        the previous outcome."""
-        words = set(turns[i].prompt_terms)
-        known: set[str] = set(content_terms(turns[i - 1].turn.outcome))
-        for j in current:
-            known.update(turns[j].prompt_terms)
-        return len(words - known) / len(words)
-
     def _opens_purpose(self, turns: list[RuleTurn], i: int, current: list[int]) -> bool:
         """The purpose rule (tuning: SEGMENT_REQUEST_OPENERS...): a new request, problem report
         or question that refers to nothing said and whose words are mostly new."""
         t = turns[i]
         if t.follow_up or t.continuation_cue or not (t.new_request or t.new_question):
             return False
-        novelty = self._novelty(turns, i, current)
+        words = set(t.prompt_terms)
+        known: set[str] = set(content_terms(turns[i - 1].turn.outcome))
+        for j in current:
+            known.update(turns[j].prompt_terms)
+        novelty = len(words - known) / len(words)
         if t.new_request:
             return novelty >= T.SEGMENT_NEW_REQUEST_NOVELTY
         return (
-            len(t.prompt_terms) >= T.SEGMENT_NEW_QUESTION_MIN_TERMS
+            len(words) >= T.SEGMENT_NEW_QUESTION_MIN_TERMS
             and novelty >= T.SEGMENT_NEW_QUESTION_NOVELTY
         )
-
-    def _novel_prompt(self, turns: list[RuleTurn], i: int, current: list[int], sim: float) -> bool:
-        """A prompt of any form that refers to nothing said, whose words are mostly new and
-        which is unlike the segment (SEGMENT_NOVEL_PROMPT_*). A lone turn it opens merges only
-        into a neighbour whose prompts share one of its words (`_merge_lone`)."""
-        t = turns[i]
-        if self.embedder is None:
-            # Lexical similarity alone is low whenever the wording changes; without the vectors
-            # to confirm that the subject changed too, only the purpose rule opens segments.
-            return False
-        if t.follow_up or t.continuation_cue or sim >= T.SEGMENT_NOVEL_PROMPT_MAX_SIM:
-            return False
-        return self._novelty(turns, i, current) >= T.SEGMENT_NOVEL_PROMPT_NOVELTY
 
     def _split_long(
         self, turns: list[RuleTurn], emb: np.ndarray | None, groups: list[list[int]]
@@ -315,22 +295,14 @@ class OfflineRulesBackend:
                 if has_tail and gi == 0:
                     continue
                 i = group[0]
-                # A novel prompt (`_novel_prompt`) joins only a neighbour it names.
-                words = set(first.prompt_terms) if first.novel_prompt else None
-
-                def joinable(window: list[int], words: set[str] | None = words) -> bool:
-                    return words is None or any(words & set(turns[j].prompt_terms) for j in window)
-
                 prev_sim = next_sim = -1.0
                 if gi > 0:
-                    prev = groups[gi - 1][-T.SEGMENT_WINDOW_TURNS :]
-                    if joinable(prev):
-                        prev_sim = self._similarity(turns, emb, i, prev)
+                    prev = groups[gi - 1]
+                    prev_sim = self._similarity(turns, emb, i, prev[-T.SEGMENT_WINDOW_TURNS :])
                 nxt_first = turns[groups[gi + 1][0]] if gi + 1 < len(groups) else None
                 if nxt_first is not None and not (nxt_first.shift_cue or nxt_first.opens_purpose):
-                    nxt = groups[gi + 1][: T.SEGMENT_WINDOW_TURNS]
-                    if joinable(nxt):
-                        next_sim = self._similarity(turns, emb, i, nxt)
+                    nxt = groups[gi + 1]
+                    next_sim = self._similarity(turns, emb, i, nxt[: T.SEGMENT_WINDOW_TURNS])
                 if max(prev_sim, next_sim) < T.SEGMENT_LONE_MERGE_MIN_SIM:
                     continue
                 if prev_sim >= next_sim:
