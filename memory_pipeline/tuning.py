@@ -173,6 +173,11 @@ SEGMENT_SHIFT_CUES = (
     r"\bmoving on\b",
     r"\bnext (?:topic|task)\b",
     r"\bsomething (?:else|different)\b",
+    # Real sessions (evaluation/real_sessions): "let's add a new feature", "let's circle back to
+    # the security ones", "i changed my mind, let's leave these for last".
+    r"\bnew feature\b",
+    r"\bcircle back\b",
+    r"\bchanged my mind\b",
 )
 SEGMENT_SHIFT_CUE_SCAN_CHARS = 120  # shift cues count only near the start of a prompt
 # A prompt opening like this refers back to the current segment.
@@ -239,6 +244,12 @@ DECISION_CUES_NEED_REASON = (
     r"|limited)\b(?:\s+\S+){0,10}\s*$",
     # A direction the user gives with a hedge: "i think we would want to include all sources".
     r"\bwe(?: would|'d) (?:want|like|rather|prefer)\b",
+    # A direction with its reason beside it (real sessions): "let's remove the code areas line
+    # ... i think it's confusing because ...", "there is a need to track the latest synced
+    # message id, so that the next sync cycle can find the delta".
+    r"^\W*let'?s (?!(?:see|try|check|look|do|get|work|continue|go|validate|run|start|think"
+    r"|talk|make sure)\b)\w+",
+    r"\b(?:there is|there's) a need to\b",
 )
 # A fix that worked, reported as what resolved the problem ("Key fix: resolved the Dialyzer false
 # positive by using X instead of Y"): a finding (an insight), checked before the decision cues.
@@ -498,6 +509,12 @@ SEGMENT_FOLLOW_UP = (
     # "implement it", "add this to ...", "so this doesn't come back": about what was just done.
     r"|^\W*(?:\w+\s+){0,3}?(?:add|build|create|implement|fix|do|apply)\s+(?:it|this|that|them"
     r"|those|these)\b|\bso (?:this|that|it) (?:doesn't|does not|won't|can't)\b"
+    # Resuming after the agent hit its usage limit: "you hit a token limit which has now reset,
+    # please continue", "you ran out of tokens... pick up where you left off".
+    r"|\bhit (?:a|the|your) (?:token |usage |rate )?limit\b|\bran out of (?:tokens|context)\b"
+    r"|\bpick up where\b"
+    # "Users still say the UI feels sluggish", "i'm still seeing this happen".
+    r"|^\W*(?:[\w'’]+\s+){0,3}?still\b"
 )
 SEGMENT_NEW_REQUEST_NOVELTY = 0.6
 SEGMENT_NEW_QUESTION_NOVELTY = 0.7

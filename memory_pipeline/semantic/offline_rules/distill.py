@@ -373,6 +373,10 @@ def _answer(
     question = _question(prompt, pattern)
     content = trim_words(f"{question} {_fit(parts, core)}", T.DISTILL_MAX_MEMORY_CHARS)
     has_reason = any(_is_reason(p) or EXPLANATION.search(p) for p in parts)
+    if kind == "decision" and not has_reason:
+        # "can we jump to the next item?" - "Done. On startup the TUI now jumps ...": a change
+        # made on request, not a choice; a decision carries its reason.
+        return None
     title_source = ANSWER_PARTICLE.sub("", core) or core
     return _Candidate(
         kind,

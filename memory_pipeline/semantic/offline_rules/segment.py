@@ -205,7 +205,11 @@ class OfflineRulesBackend:
             window = current[-T.SEGMENT_WINDOW_TURNS :]
             t = turns[i]
             sim = self._turn_sim(turns, emb, i, window)
-            if t.shift_cue:
+            if all(turns[j].turn.prompt.lstrip().startswith("/") for j in current):
+                # A segment of slash commands only (a workflow launcher such as
+                # "/bmad:...:create-tech-spec"): the first prompt after it says what it is for.
+                boundary = False
+            elif t.shift_cue:
                 boundary = sim < T.SEGMENT_CUE_KEEP_THRESHOLD
             elif len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS or t.correction_cue:
                 boundary = False
