@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.capture.codex.fields import bounded, exception_detail, parse_time, string
+from memory_pipeline.capture.codex.fields import bounded, parse_time, string
 from memory_pipeline.capture.codex.text import is_prompt_copy
-from memory_pipeline.capture.files import sort_candidates, special_file
+from memory_pipeline.capture.files import special_file
 from memory_pipeline.capture.kiro_cli.common import TurnBuilder, issue, read_document
 from memory_pipeline.capture.kiro_ide import layouts
 from memory_pipeline.capture.models import (
@@ -36,7 +36,13 @@ from memory_pipeline.capture.models import (
     ParseResult,
     TaskTitle,
 )
-from memory_pipeline.capture.protocol import ConnectorOptions
+from memory_pipeline.capture.protocol import (
+    ConnectorOptions,
+    days_by_parse,
+    discover_candidates,
+    guarded_parse,
+    root_list,
+)
 
 SOURCE = "kiro_ide"
 WORKSPACE_SESSIONS = "workspace-sessions"
@@ -48,7 +54,7 @@ class KiroIdeConnector:
     source = SOURCE
 
     def __init__(self, roots: list[Path] | Path) -> None:
-        self.roots = [Path(r) for r in (roots if isinstance(roots, list) else [roots])]
+        self.roots = root_list(roots)
         self.skipped_files: list[ParseIssue] = []
         self._index_cache: dict[Path, tuple[tuple[int, int], Any]] = {}
 
@@ -56,19 +62,10 @@ class KiroIdeConnector:
 
     def discover(self) -> list[Path]:
         self.skipped_files = []
-        found: list[Path] = []
+        found = discover_candidates(self.roots, _session_files, self.skipped_files)
         for root in self.roots:
             if not root.is_dir():
                 continue
-            candidates: list[Path] = []
-            sessions = root / WORKSPACE_SESSIONS
-            if sessions.is_dir():
-                for ws in _listdir(sessions):
-                    if ws.is_dir() and not ws.is_symlink():
-                        candidates += [
-                            p for p in _listdir(ws) if p.suffix == ".json" and p.name != INDEX
-                        ]
-            found += sort_candidates(candidates, root, self.skipped_files)
             for entry in _listdir(root):
                 if not HASH_DIR.match(entry.name):
                     continue
@@ -92,19 +89,15 @@ class KiroIdeConnector:
         return [path, path.with_name(INDEX)]
 
     def task_days(self, path: Path) -> set[date]:
-        try:
-            return {t.started_at.astimezone(UTC).date() for t in self.parse(path).tasks}
-        except Exception:
-            return set()
+        return days_by_parse(self.parse, path)
 
     def parse(self, path: Path) -> ParseResult:
-        path = Path(path)
-        try:
-            if path.is_dir():
-                return self._parse_chat_dir(path)
-            return self._parse_session(path)
-        except Exception as exc:  # last-resort guard: parse() never raises for bad input
-            return ParseResult(issues=[issue(path, "parser_error", exception_detail(exc))])
+        return guarded_parse(self._parse_any, Path(path))
+
+    def _parse_any(self, path: Path) -> ParseResult:
+        if path.is_dir():
+            return self._parse_chat_dir(path)
+        return self._parse_session(path)
 
     # --- new layout -----------------------------------------------------------------------------
 
@@ -344,6 +337,17 @@ def _time(value: Any) -> datetime | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     return parse_time(value)
+
+
+def _session_files(root: Path) -> list[Path]:
+    """New layout: `workspace-sessions/<ws>/<sessionId>.json` (not the `sessions.json` index)."""
+    candidates: list[Path] = []
+    sessions = root / WORKSPACE_SESSIONS
+    if sessions.is_dir():
+        for ws in _listdir(sessions):
+            if ws.is_dir() and not ws.is_symlink():
+                candidates += [p for p in _listdir(ws) if p.suffix == ".json" and p.name != INDEX]
+    return candidates
 
 
 def _listdir(path: Path) -> list[Path]:
