@@ -76,6 +76,15 @@ def _issue(path: Path, reason: str, detail: str) -> ParseIssue:
     return ParseIssue(path=str(path), reason=reason, detail=f"{detail}; never opened"[:500])
 
 
+def list_dir(directory: Path) -> list[Path]:
+    """The entries of `directory`, sorted; [] when it cannot be listed (gone, not a directory,
+    no permission): discovery looks again next time."""
+    try:
+        return sorted(directory.iterdir())
+    except OSError:
+        return []
+
+
 def sort_candidates(candidates: list[Path], root: Path, skipped: list[ParseIssue]) -> list[Path]:
     """The candidates that may be opened, sorted; the others appended to `skipped`."""
     found: set[Path] = set()

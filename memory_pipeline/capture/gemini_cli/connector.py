@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.capture.codex.fields import bounded, parse_time, string
+from memory_pipeline.capture.files import list_dir
 from memory_pipeline.capture.gemini_cli import records, turns
 from memory_pipeline.capture.gemini_cli.ownership import ownership
 from memory_pipeline.capture.gemini_cli.projects import LOGS, ProjectFiles
@@ -135,7 +136,7 @@ def _title(meta: dict[str, Any]) -> TaskTitle | None:
 def _candidates(root: Path) -> list[Path]:
     candidates: list[Path] = []
     for chats in _dirs(root / "tmp", "chats"):
-        for entry in _list(chats):
+        for entry in list_dir(chats):
             name = entry.name
             if name.startswith(PREFIX) and name.endswith(".jsonl"):
                 candidates.append(entry)
@@ -144,7 +145,7 @@ def _candidates(root: Path) -> list[Path]:
                 if not (chats / f"{name}l").exists():
                     candidates.append(entry)
             elif _is_dir(entry):
-                candidates += [p for p in _list(entry) if p.name.endswith(".jsonl")]
+                candidates += [p for p in list_dir(entry) if p.name.endswith(".jsonl")]
     return candidates
 
 
@@ -155,16 +156,9 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _list(directory: Path) -> list[Path]:
-    try:
-        return list(directory.iterdir())
-    except OSError:
-        return []
-
-
 def _dirs(tmp: Path, name: str) -> list[Path]:
     """`tmp/<project>/<name>` for every project directory (never through a symlink)."""
-    return [p / name for p in _list(tmp) if _is_dir(p) and _is_dir(p / name)]
+    return [p / name for p in list_dir(tmp) if _is_dir(p) and _is_dir(p / name)]
 
 
 def build(roots: list[Path], options: ConnectorOptions | None = None) -> GeminiCliConnector:

@@ -25,7 +25,7 @@ from typing import Any
 
 from memory_pipeline.capture.codex.fields import bounded, parse_time, string
 from memory_pipeline.capture.codex.text import is_prompt_copy
-from memory_pipeline.capture.files import special_file
+from memory_pipeline.capture.files import list_dir, special_file
 from memory_pipeline.capture.kiro_cli.common import TurnBuilder, issue, read_document
 from memory_pipeline.capture.kiro_ide import layouts
 from memory_pipeline.capture.models import (
@@ -66,7 +66,7 @@ class KiroIdeConnector:
         for root in self.roots:
             if not root.is_dir():
                 continue
-            for entry in _listdir(root):
+            for entry in list_dir(root):
                 if not HASH_DIR.match(entry.name):
                     continue
                 if entry.is_symlink() or not entry.is_dir():
@@ -74,7 +74,7 @@ class KiroIdeConnector:
                     if problem is not None and entry.is_symlink():
                         self.skipped_files.append(problem)
                     continue
-                if any(p.suffix == ".chat" for p in _listdir(entry)):
+                if any(p.suffix == ".chat" for p in list_dir(entry)):
                     found.append(entry)
         return sorted(set(found))
 
@@ -82,9 +82,9 @@ class KiroIdeConnector:
         path = Path(path)
         if path.is_dir():
             paths = [path, *self._chat_files(path)]
-            for sub in _listdir(path):
+            for sub in list_dir(path):
                 if sub.is_dir() and not sub.is_symlink():
-                    paths += [f for f in _listdir(sub) if f.is_file() and not f.suffix]
+                    paths += [f for f in list_dir(sub) if f.is_file() and not f.suffix]
             return paths
         return [path, path.with_name(INDEX)]
 
@@ -187,7 +187,7 @@ class KiroIdeConnector:
     # --- old layout -----------------------------------------------------------------------------
 
     def _chat_files(self, directory: Path) -> list[Path]:
-        return sorted(p for p in _listdir(directory) if p.suffix == ".chat")
+        return sorted(p for p in list_dir(directory) if p.suffix == ".chat")
 
     def _parse_chat_dir(self, directory: Path) -> ParseResult:
         issues: list[ParseIssue] = []
@@ -218,10 +218,10 @@ class KiroIdeConnector:
     def _execution_logs(self, directory: Path, issues: list[ParseIssue]) -> dict[str, str]:
         """executionId -> the execution's final answer, from the logs beside the snapshots."""
         answers: dict[str, str] = {}
-        for sub in _listdir(directory):
+        for sub in list_dir(directory):
             if not sub.is_dir() or sub.is_symlink():
                 continue
-            for path in _listdir(sub):
+            for path in list_dir(sub):
                 if path.suffix or not path.is_file() or path.is_symlink():
                     continue
                 log, found = read_document(path)
@@ -344,17 +344,10 @@ def _session_files(root: Path) -> list[Path]:
     candidates: list[Path] = []
     sessions = root / WORKSPACE_SESSIONS
     if sessions.is_dir():
-        for ws in _listdir(sessions):
+        for ws in list_dir(sessions):
             if ws.is_dir() and not ws.is_symlink():
-                candidates += [p for p in _listdir(ws) if p.suffix == ".json" and p.name != INDEX]
+                candidates += [p for p in list_dir(ws) if p.suffix == ".json" and p.name != INDEX]
     return candidates
-
-
-def _listdir(path: Path) -> list[Path]:
-    try:
-        return sorted(path.iterdir())
-    except OSError:
-        return []
 
 
 def build(roots: list[Path], options: ConnectorOptions | None = None) -> KiroIdeConnector:
