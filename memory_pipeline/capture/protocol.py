@@ -53,6 +53,10 @@ with version, source and license recorded; tests of each format generation, the 
 matrix, append and drift, rename, unfinished turn, bad records, a change while reading,
 exclusion and forget; a README sources row and ownership-table rows; a fuzz target in
 `scripts/fuzz_capture.py`; demo sessions in `memory_pipeline/demo/`.
+
+Shared pieces (below, and CONNECTORS.md "Shared helpers"): `root_list`, `discover_candidates`,
+`days_by_parse`, `guarded_parse`, `issue`; files in `capture/files.py` (`read_json_document`,
+`list_dir`), SQLite stores in `capture/sqlite_store.py` (`connect_ro`).
 """
 
 from __future__ import annotations
