@@ -13,13 +13,20 @@ regular files inside the same root), and returns each other one as a file skip:
 
 The caller records them in `capture_skips` (once: the same row on every run). The shared reader
 opens with O_NONBLOCK and checks the opened file again, for a file replaced between the two.
+
+`read_json_document(path, max_bytes)` reads a file that is one JSON document (a Gemini CLI
+legacy session, a Kiro session sidecar or IDE session), whole and size-capped, stat'ed before and
+after: a file rewritten meanwhile is one `changed_while_reading` issue and no value, never half
+a document.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from memory_pipeline.capture.models import ParseIssue
 
@@ -69,6 +76,15 @@ def _issue(path: Path, reason: str, detail: str) -> ParseIssue:
     return ParseIssue(path=str(path), reason=reason, detail=f"{detail}; never opened"[:500])
 
 
+def list_dir(directory: Path) -> list[Path]:
+    """The entries of `directory`, sorted; [] when it cannot be listed (gone, not a directory,
+    no permission): discovery looks again next time."""
+    try:
+        return sorted(directory.iterdir())
+    except OSError:
+        return []
+
+
 def sort_candidates(candidates: list[Path], root: Path, skipped: list[ParseIssue]) -> list[Path]:
     """The candidates that may be opened, sorted; the others appended to `skipped`."""
     found: set[Path] = set()
@@ -86,3 +102,42 @@ def skipped_files(connector: object) -> list[ParseIssue]:
     """The special files a connector's last `discover()` passed over (none if it keeps none)."""
     found = getattr(connector, "skipped_files", None)
     return list(found) if isinstance(found, list) else []
+
+
+def read_json_document(path: Path, max_bytes: int) -> tuple[Any, ParseIssue | None]:
+    """The JSON document in `path`, read whole: (value, None), or (None, the issue why).
+
+    Issues: `empty_file`, `too_large` (over `max_bytes`), `unreadable`, `changed_while_reading`
+    (the file's size or mtime moved during the read: the next look reads it again), `binary`
+    (NUL bytes), `too_deep`, `invalid_json`. A UTF-8 byte order mark is ignored. Opened with
+    O_NONBLOCK (never blocks on a FIFO put there after discovery)."""
+    from memory_pipeline.capture.codex.fields import exception_detail  # codex imports this module
+
+    try:
+        before = os.stat(path)
+        if before.st_size == 0:
+            return None, _doc_issue(path, "empty_file")
+        if before.st_size > max_bytes:
+            return None, _doc_issue(path, "too_large", f"{before.st_size:,} bytes")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+        after = os.stat(path)
+    except OSError as exc:
+        return None, _doc_issue(path, "unreadable", exception_detail(exc))
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(
+        raw
+    ) != before.st_size:
+        return None, _doc_issue(path, "changed_while_reading", "the file changed while it was read")
+    if b"\x00" in raw:
+        return None, _doc_issue(path, "binary", "NUL bytes in a JSON document")
+    try:
+        return json.loads(raw.removeprefix(b"\xef\xbb\xbf")), None
+    except RecursionError:
+        return None, _doc_issue(path, "too_deep", "the document nests too deep")
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError: a torn write
+        return None, _doc_issue(path, "invalid_json", exception_detail(exc))
+
+
+def _doc_issue(path: Path, reason: str, detail: str = "") -> ParseIssue:
+    return ParseIssue(path=str(path), reason=reason, detail=detail[:500])

@@ -53,13 +53,18 @@ with version, source and license recorded; tests of each format generation, the 
 matrix, append and drift, rename, unfinished turn, bad records, a change while reading,
 exclusion and forget; a README sources row and ownership-table rows; a fuzz target in
 `scripts/fuzz_capture.py`; demo sessions in `memory_pipeline/demo/`.
+
+Shared pieces (below, and CONNECTORS.md "Shared helpers"): `root_list`, `discover_candidates`,
+`days_by_parse`, `guarded_parse`, `issue`; files in `capture/files.py` (`read_json_document`,
+`list_dir`), SQLite stores in `capture/sqlite_store.py` (`connect_ro`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, timedelta
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -151,3 +156,49 @@ def one_line(exc: BaseException) -> str:
     except Exception:  # a message that cannot even be rendered
         text = "(unprintable message)"
     return f"{type(exc).__name__}: {text}"[:500]
+
+
+# --- shared pieces of every connector (CONNECTORS.md "Shared helpers") ---------------------------
+
+
+def issue(path: Path | str, reason: str, detail: str = "", line: int | None = None) -> ParseIssue:
+    """A ParseIssue for `path`, its detail bounded to 500 characters."""
+    return ParseIssue(path=str(path), line=line, reason=reason, detail=detail[:500])
+
+
+def root_list(roots: list[Path] | Path) -> list[Path]:
+    """A connector's roots as a list of Paths (one root may be given alone)."""
+    return [Path(r) for r in (roots if isinstance(roots, list) else [roots])]
+
+
+def discover_candidates(
+    roots: list[Path], candidates: Callable[[Path], Iterable[Path]], skipped: list[ParseIssue]
+) -> list[Path]:
+    """`discover()`'s loop: each root's `candidates(root)` through `files.sort_candidates`
+    (special files go to `skipped`), all roots' together, sorted and without repeats."""
+    from memory_pipeline.capture.files import sort_candidates
+
+    found: list[Path] = []
+    for root in roots:
+        found += sort_candidates(list(candidates(root)), root, skipped)
+    return sorted(set(found))
+
+
+def days_by_parse(parse: Callable[[Path], ParseResult], path: Path) -> set[date]:
+    """`task_days()` for a connector whose file is small enough that parse is the peek: the UTC
+    start day of every task `parse(path)` returns (so both agree by construction). Never raises."""
+    try:
+        return {t.started_at.astimezone(UTC).date() for t in parse(path).tasks}
+    except Exception:
+        return set()
+
+
+def guarded_parse(parse: Callable[[Path], ParseResult], path: Path) -> ParseResult:
+    """`parse()`'s last-resort guard: a connector bug on some input is one `parser_error` issue
+    for the file (`Type: message`), never an exception out of parse()."""
+    from memory_pipeline.capture.codex.fields import exception_detail
+
+    try:
+        return parse(path)
+    except Exception as exc:
+        return ParseResult(issues=[issue(path, "parser_error", exception_detail(exc))])

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_pipeline.capture.kiro_cli import common
+from memory_pipeline.capture import files
 from memory_pipeline.capture.kiro_ide import KiroIdeConnector
 
 DATA = Path(__file__).parent / "data" / "kiro_ide" / "kiro.kiroagent"
@@ -165,7 +165,7 @@ def test_a_file_rewritten_while_it_is_read_is_one_issue_and_no_task(root, monkey
                 f.write(" ")
             return data
 
-    monkeypatch.setattr(common, "open", Rewritten, raising=False)
+    monkeypatch.setattr(files.os, "fdopen", Rewritten)  # the shared reader's open of the fd
     result = KiroIdeConnector([root]).parse(path)
     assert not result.tasks and [i.reason for i in result.issues] == ["changed_while_reading"]
     monkeypatch.undo()

@@ -5,18 +5,16 @@ payloads map to our events, the answer names Gemini's event, and the hook fails 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from memory_pipeline.cli import app
+from memory_pipeline_tests.support.hook_runs import cli, runs_without_memory
 from serving.hooks import payload
 from serving.hooks.agents import gemini
 
-CLI = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "memory-pipeline")
 # What Gemini CLI writes on a hook's stdin (hooks/types.ts HookInput, docs/hooks/reference.md).
 BASE = {
     "session_id": "3f9c1a2b-5d4e-4f60-8a71-92b3c4d5e6f7",
@@ -47,12 +45,6 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "mem"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def cli(*args: str) -> str:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def settings_file(homes: Path) -> Path:
@@ -148,18 +140,7 @@ def test_gemini_payloads_map_to_our_events_and_the_answer_names_gemini_events() 
 def test_the_hook_fails_open_for_gemini(tmp_path: Path) -> None:
     """No memory database at all: Gemini gets nothing on stdout or stderr (it would read stderr
     as a message when stdout is empty), exit 0 (2 would block the prompt)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env.pop("DATABASE_URL", None)
-    env["MEMORY_HOME"] = str(tmp_path / "empty")
-    for event, body in (("session-start", START), ("prompt", PROMPT)):
-        result = subprocess.run(
-            [CLI, "hook", event, "--deadline", "1"],
-            input=json.dumps(body).encode(),
-            capture_output=True,
-            env=env,
-            timeout=30,
-            check=False,
-        )
+    for result in runs_without_memory(tmp_path, [("session-start", START), ("prompt", PROMPT)]):
         assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 
 

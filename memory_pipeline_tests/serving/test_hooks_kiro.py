@@ -5,18 +5,16 @@ payload, answers in plain text, and fails open."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from memory_pipeline.cli import app
+from memory_pipeline_tests.support.hook_runs import cli, runs_without_memory
 from serving.hooks import payload
 from serving.hooks.agents import kiro
 
-CLI = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "memory-pipeline")
 # What Kiro CLI writes on the hook's stdin (chat/cli/hooks.rs `run_hook`).
 SPAWN = {"hook_event_name": "agentSpawn", "cwd": "/home/u/kestrel"}
 PROMPT = {"hook_event_name": "userPromptSubmit", "cwd": "/home/u/kestrel", "prompt": "why LRU?"}
@@ -37,12 +35,6 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMORY_HOME", str(tmp_path / "mem"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def cli(*args: str) -> str:
-    result = CliRunner().invoke(app, list(args))
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def agent_file(homes: Path) -> Path:
@@ -134,18 +126,7 @@ def test_kiro_payloads_map_to_our_events_and_answer_in_plain_text() -> None:
 
 def test_the_hook_fails_open_for_kiro(tmp_path: Path) -> None:
     """No memory database at all: Kiro gets nothing on stdout, exit 0, within the deadline."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-    env.pop("DATABASE_URL", None)
-    env["MEMORY_HOME"] = str(tmp_path / "empty")
-    for event, body in (("session-start", SPAWN), ("prompt", PROMPT)):
-        result = subprocess.run(
-            [CLI, "hook", event, "--deadline", "1"],
-            input=json.dumps(body).encode(),
-            capture_output=True,
-            env=env,
-            timeout=30,
-            check=False,
-        )
+    for result in runs_without_memory(tmp_path, [("session-start", SPAWN), ("prompt", PROMPT)]):
         assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 
 

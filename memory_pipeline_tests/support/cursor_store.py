@@ -73,3 +73,20 @@ def write_chat_meta(
     finally:
         conn.close()
     return db
+
+
+def put(db: Path, key: str, value: Any) -> None:
+    """Insert `key` -> `value` (encoded as Cursor stores it) into the store's cursorDiskKV, as
+    Cursor does while it runs (the tests' "Cursor wrote more")."""
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO cursorDiskKV (key, value) VALUES (?, ?)", [key, encode(value)])
+    conn.commit()
+    conn.close()
+
+
+def get(db: Path, key: str) -> dict:
+    """The JSON value of `key` in the store's cursorDiskKV (it must be there)."""
+    conn = sqlite3.connect(db)
+    row = conn.execute("SELECT value FROM cursorDiskKV WHERE key = ?", [key]).fetchone()
+    conn.close()
+    return json.loads(row[0])

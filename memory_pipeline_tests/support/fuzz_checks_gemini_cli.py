@@ -31,7 +31,7 @@ from memory_pipeline.capture.gemini_cli import GeminiCliConnector
 from memory_pipeline.capture.gemini_cli.turns import PROMPT, prompt_text
 from memory_pipeline.capture.models import ParsedTask
 from memory_pipeline_tests.support.fuzz_checks_chat_import import check_storable
-from memory_pipeline_tests.support.mutations import Mutated, fixture_lines
+from memory_pipeline_tests.support.mutations import Mutated, fixture_lines, in_order
 from memory_pipeline_tests.support.own_turns import own_turn_violations
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,20 +94,6 @@ def original(source: Path) -> Original:
     return Original(source, relative, lines, result.tasks[0], ranges)
 
 
-def _in_order(mutated: Mutated, first: int, end: int, total: int) -> bool:
-    """Original lines first..end-1 (and line `end` if it exists) are intact and consecutive,
-    and a turn that ends the file still ends it."""
-    wanted = list(range(first, min(end + 1, total)))
-    for i, o in enumerate(mutated.origin):
-        if o == first:
-            span = range(i, i + len(wanted))
-            return all(
-                j < len(mutated.origin) and mutated.origin[j] == w and j not in mutated.damaged
-                for j, w in zip(span, wanted, strict=True)
-            ) and (end < total or i + len(wanted) == len(mutated.origin))
-    return False
-
-
 def check(mutated: Mutated, original: Original) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = _install(Path(tmp), original.relative, mutated.data())
@@ -146,7 +132,7 @@ def check(mutated: Mutated, original: Original) -> None:
         for turn in original.task.turns:
             first, end, ids = original.ranges[turn.native_turn_id or ""]
             touched = any(mid.encode() in line for mid in ids for line in damaged)
-            if not touched and _in_order(mutated, first, end, len(original.lines)):
+            if not touched and in_order(mutated, first, end, len(original.lines)):
                 assert (turn.native_turn_id, turn.prompt, turn.outcome) in captured, (
                     f"intact turn {turn.native_turn_id} lost or changed"
                 )

@@ -34,7 +34,7 @@ from memory_pipeline.capture.kiro_cli import KiroCliConnector
 from memory_pipeline.capture.kiro_ide import KiroIdeConnector
 from memory_pipeline.capture.models import ParsedTask
 from memory_pipeline_tests.capture.kiro_fixtures import DATA, STORE, create_store
-from memory_pipeline_tests.support.mutations import Mutated, fixture_lines
+from memory_pipeline_tests.support.mutations import Mutated, fixture_lines, in_order
 from memory_pipeline_tests.support.own_turns import own_turn_violations
 
 CLI = DATA / "kiro_home" / "sessions" / "cli"
@@ -84,19 +84,6 @@ def session_original(source: Path) -> Original:
     return Original(source, lines, result.tasks[0], {}, ranges)
 
 
-def _in_order(mutated: Mutated, first: int, end: int, total: int) -> bool:
-    """Original lines first..end-1 (and line `end` if it exists) are intact and consecutive."""
-    wanted = list(range(first, min(end + 1, total)))
-    for i, o in enumerate(mutated.origin):
-        if o == first:
-            span = range(i, i + len(wanted))
-            return all(
-                j < len(mutated.origin) and mutated.origin[j] == w and j not in mutated.damaged
-                for j, w in zip(span, wanted, strict=True)
-            ) and (end < total or i + len(wanted) == len(mutated.origin))
-    return False
-
-
 def check_kiro_cli(mutated: Mutated, original: Original) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = _install_session(Path(tmp), original.source, mutated.data())
@@ -119,7 +106,7 @@ def check_kiro_cli(mutated: Mutated, original: Original) -> None:
     captured = {(t.native_turn_id, t.prompt, t.outcome) for t in task.turns}
     for turn in original.task.turns:
         first, end = original.ranges[turn.native_turn_id]
-        if _in_order(mutated, first, end, len(original.lines)):
+        if in_order(mutated, first, end, len(original.lines)):
             assert (turn.native_turn_id, turn.prompt, turn.outcome) in captured, (
                 f"intact turn {turn.native_turn_id} lost or changed"
             )

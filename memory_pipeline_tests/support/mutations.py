@@ -84,6 +84,21 @@ class Mutated:
         )
 
 
+def in_order(mutated: Mutated, first: int, end: int, total: int) -> bool:
+    """Original lines first..end-1 (and line `end` if it exists) are intact, consecutive and
+    undamaged in the mutated file, and a turn that ends the file still ends it (shared by the
+    line-oriented fuzz checks: a turn whose lines survived must survive)."""
+    wanted = list(range(first, min(end + 1, total)))
+    for i, o in enumerate(mutated.origin):
+        if o == first:
+            span = range(i, i + len(wanted))
+            return all(
+                j < len(mutated.origin) and mutated.origin[j] == w and j not in mutated.damaged
+                for j, w in zip(span, wanted, strict=True)
+            ) and (end < total or i + len(wanted) == len(mutated.origin))
+    return False
+
+
 def _json_paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
     paths: list[tuple] = []
     if isinstance(obj, dict):

@@ -17,6 +17,7 @@ from memory_pipeline.capture.codex.records import iter_records
 from memory_pipeline.capture.codex.text import is_prompt_copy
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import ParseIssue, TaskTitle
+from memory_pipeline.capture.sqlite_store import connect_ro
 
 STATE_DB = "state_5.sqlite"
 SESSION_INDEX = "session_index.jsonl"
@@ -119,8 +120,7 @@ def read_state_row(db: Path, thread_id: str) -> tuple[StateRow | None, list[Pars
     if not db.is_file():
         return None, []
     try:
-        uri = db.resolve().as_uri() + "?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, timeout=1.0)
+        conn = connect_ro(db.resolve(), 1.0)
     except (sqlite3.Error, OSError, ValueError) as exc:
         return None, [_db_issue(db, exc)]
     try:

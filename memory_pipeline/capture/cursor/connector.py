@@ -59,9 +59,9 @@ from memory_pipeline.capture.cursor.workspaces import (
     folder_path,
     read_folder,
 )
-from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.jsonl import JsonlRead
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult, TaskTitle
+from memory_pipeline.capture.protocol import discover_candidates
 from memory_pipeline.tuning import CURSOR_TRANSCRIPT_MAX_BYTES
 
 SOURCE = "cursor"
@@ -79,6 +79,34 @@ def composer_start(composer: dict[str, Any]) -> datetime | None:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+
+
+def _candidates(root: Path) -> list[Path]:
+    """The global store, every workspace store and every agent transcript under one root."""
+    candidates: list[Path] = []
+    if not root.is_dir():
+        return candidates
+    db = root.joinpath(*GLOBAL_DB)
+    if db.exists() or db.is_symlink():
+        candidates.append(db)
+    storage = root / WORKSPACES
+    if storage.is_dir():
+        try:
+            candidates += [p for p in storage.glob("*/state.vscdb")]
+        except OSError:
+            pass
+    projects = root / "projects"
+    if projects.is_dir():
+        try:
+            for project in projects.iterdir():
+                tdir = project / TRANSCRIPTS_DIR
+                if not tdir.is_dir():
+                    continue
+                for dirpath, _dirs, files in os.walk(tdir):
+                    candidates += [Path(dirpath) / f for f in files if f.endswith(".jsonl")]
+        except OSError:
+            pass
+    return candidates
 
 
 class CursorConnector:
@@ -102,33 +130,7 @@ class CursorConnector:
 
     def discover(self) -> list[Path]:
         self.skipped_files = []
-        found: list[Path] = []
-        for root in self.roots:
-            if not root.is_dir():
-                continue
-            candidates: list[Path] = []
-            db = root.joinpath(*GLOBAL_DB)
-            if db.exists() or db.is_symlink():
-                candidates.append(db)
-            storage = root / WORKSPACES
-            if storage.is_dir():
-                try:
-                    candidates += [p for p in storage.glob("*/state.vscdb")]
-                except OSError:
-                    pass
-            projects = root / "projects"
-            if projects.is_dir():
-                try:
-                    for project in projects.iterdir():
-                        tdir = project / TRANSCRIPTS_DIR
-                        if not tdir.is_dir():
-                            continue
-                        for dirpath, _dirs, files in os.walk(tdir):
-                            candidates += [Path(dirpath) / f for f in files if f.endswith(".jsonl")]
-                except OSError:
-                    pass
-            found += sort_candidates(candidates, root, self.skipped_files)
-        return sorted(set(found))
+        return discover_candidates(self.roots, _candidates, self.skipped_files)
 
     def state_paths(self, path: Path) -> list[Path]:
         """A store's version is its database and `-wal` (Cursor writes in WAL mode)."""

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.capture.sqlite_store import connect_ro
 from memory_pipeline.tuning import CURSOR_SQLITE_TIMEOUT_S
 
 ITEM_TABLE = "ItemTable"
@@ -56,11 +56,6 @@ def state_paths(path: Path) -> list[Path]:
     return [path, wal] if holds else [path]
 
 
-def _uri(path: Path, immutable: bool) -> str:
-    query = "mode=ro&immutable=1" if immutable else "mode=ro"
-    return f"file:{urllib.parse.quote(str(path.absolute()))}?{query}"
-
-
 def connect(path: Path) -> sqlite3.Connection:
     """A read-only connection (see the module text); StoreUnavailable when there is none."""
     wal = path.with_name(path.name + "-wal")
@@ -68,11 +63,11 @@ def connect(path: Path) -> sqlite3.Connection:
     last: Exception | None = None
     for immutable in attempts:
         try:
-            conn = sqlite3.connect(
-                _uri(path, immutable),
-                uri=True,
-                timeout=CURSOR_SQLITE_TIMEOUT_S,
-                isolation_level=None,  # we issue BEGIN ourselves: one snapshot per read
+            conn = connect_ro(
+                path.absolute(),
+                CURSOR_SQLITE_TIMEOUT_S,
+                immutable=immutable,
+                query_only=False,
                 check_same_thread=False,
             )
             conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()

@@ -18,17 +18,23 @@ provenance: `projectHash`, the project directory's name, the root (`cwd`), `dire
 
 from __future__ import annotations
 
-from datetime import UTC, date
+from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.capture.codex.fields import bounded, exception_detail, parse_time, string
-from memory_pipeline.capture.files import sort_candidates
+from memory_pipeline.capture.codex.fields import bounded, parse_time, string
+from memory_pipeline.capture.files import list_dir
 from memory_pipeline.capture.gemini_cli import records, turns
 from memory_pipeline.capture.gemini_cli.ownership import ownership
 from memory_pipeline.capture.gemini_cli.projects import LOGS, ProjectFiles
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult, TaskTitle
-from memory_pipeline.capture.protocol import ConnectorOptions
+from memory_pipeline.capture.protocol import (
+    ConnectorOptions,
+    days_by_parse,
+    discover_candidates,
+    guarded_parse,
+    root_list,
+)
 
 SOURCE = "gemini_cli"
 PREFIX = "session-"
@@ -38,7 +44,7 @@ class GeminiCliConnector:
     source = SOURCE
 
     def __init__(self, roots: list[Path] | Path) -> None:
-        self.roots = [Path(r) for r in (roots if isinstance(roots, list) else [roots])]
+        self.roots = root_list(roots)
         self.projects = ProjectFiles()
         self.skipped_files: list[ParseIssue] = []
 
@@ -46,36 +52,14 @@ class GeminiCliConnector:
 
     def discover(self) -> list[Path]:
         self.skipped_files = []
-        found: list[Path] = []
-        for root in self.roots:
-            candidates: list[Path] = []
-            for chats in _dirs(root / "tmp", "chats"):
-                for entry in _list(chats):
-                    name = entry.name
-                    if name.startswith(PREFIX) and name.endswith(".jsonl"):
-                        candidates.append(entry)
-                    elif name.startswith(PREFIX) and name.endswith(".json"):
-                        # a resumed legacy session goes on in `<name>.jsonl` (a migration)
-                        if not (chats / f"{name}l").exists():
-                            candidates.append(entry)
-                    elif _is_dir(entry):
-                        candidates += [p for p in _list(entry) if p.name.endswith(".jsonl")]
-            found += sort_candidates(candidates, root, self.skipped_files)
-        return sorted(set(found))
+        return discover_candidates(self.roots, _candidates, self.skipped_files)
 
     def task_days(self, path: Path) -> set[date]:
         """The same start rule as parse(): parse is the peek (a session is one file)."""
-        try:
-            return {t.started_at.astimezone(UTC).date() for t in self.parse(path).tasks}
-        except Exception:
-            return set()
+        return days_by_parse(self.parse, path)
 
     def parse(self, path: Path) -> ParseResult:
-        path = Path(path)
-        try:
-            return self._parse(path)
-        except Exception as exc:  # last-resort guard: parse() never raises for bad input
-            return ParseResult(issues=[records.issue(path, "parser_error", exception_detail(exc))])
+        return guarded_parse(self._parse, Path(path))
 
     # --- one session file -----------------------------------------------------------------------
 
@@ -149,6 +133,22 @@ def _title(meta: dict[str, Any]) -> TaskTitle | None:
     )
 
 
+def _candidates(root: Path) -> list[Path]:
+    candidates: list[Path] = []
+    for chats in _dirs(root / "tmp", "chats"):
+        for entry in list_dir(chats):
+            name = entry.name
+            if name.startswith(PREFIX) and name.endswith(".jsonl"):
+                candidates.append(entry)
+            elif name.startswith(PREFIX) and name.endswith(".json"):
+                # a resumed legacy session goes on in `<name>.jsonl` (a migration)
+                if not (chats / f"{name}l").exists():
+                    candidates.append(entry)
+            elif _is_dir(entry):
+                candidates += [p for p in list_dir(entry) if p.name.endswith(".jsonl")]
+    return candidates
+
+
 def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir() and not path.is_symlink()
@@ -156,16 +156,9 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _list(directory: Path) -> list[Path]:
-    try:
-        return list(directory.iterdir())
-    except OSError:
-        return []
-
-
 def _dirs(tmp: Path, name: str) -> list[Path]:
     """`tmp/<project>/<name>` for every project directory (never through a symlink)."""
-    return [p / name for p in _list(tmp) if _is_dir(p) and _is_dir(p / name)]
+    return [p / name for p in list_dir(tmp) if _is_dir(p) and _is_dir(p / name)]
 
 
 def build(roots: list[Path], options: ConnectorOptions | None = None) -> GeminiCliConnector:

@@ -31,24 +31,21 @@ read as messages. When a resumed legacy session was migrated, Gemini writes the 
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.capture.codex.fields import describe, exception_detail, string
+from memory_pipeline.capture.files import read_json_document
 from memory_pipeline.capture.jsonl import SKIPPED_LINE_REASONS as SKIPPED
 from memory_pipeline.capture.jsonl import JsonlRead, iter_jsonl
 from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.capture.protocol import issue as issue
 from memory_pipeline.tuning import GEMINI_DOCUMENT_MAX_BYTES, GEMINI_JSONL_MAX_BYTES
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 META_FIELDS = ("sessionId", "projectHash", "startTime", "lastUpdated", "summary", "kind")
-
-
-def issue(path: Path | str, reason: str, detail: str = "", line: int | None = None) -> ParseIssue:
-    return ParseIssue(path=str(path), line=line, reason=reason, detail=detail[:500])
 
 
 @dataclass
@@ -131,30 +128,9 @@ def _messages(
 
 def read_document(path: Path) -> tuple[Conversation | None, list[ParseIssue]]:
     """A legacy `session-*.json`, read whole; stat'ed before and after (a torn read is no task)."""
-    try:
-        before = os.stat(path)
-        if before.st_size == 0:
-            return None, [issue(path, "empty_file")]
-        if before.st_size > GEMINI_DOCUMENT_MAX_BYTES:
-            return None, [issue(path, "too_large", f"{before.st_size:,} bytes")]
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(fd, "rb") as handle:
-            raw = handle.read(GEMINI_DOCUMENT_MAX_BYTES + 1)
-        after = os.stat(path)
-    except OSError as exc:
-        return None, [issue(path, "unreadable", exception_detail(exc))]
-    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(
-        raw
-    ) != before.st_size:
-        return None, [issue(path, "changed_while_reading", "the file changed while it was read")]
-    if b"\x00" in raw:
-        return None, [issue(path, "binary", "NUL bytes in a JSON document")]
-    try:
-        doc = json.loads(raw.removeprefix(b"\xef\xbb\xbf"))
-    except RecursionError:
-        return None, [issue(path, "too_deep", "the document nests too deep")]
-    except (ValueError, TypeError) as exc:  # JSONDecodeError, UnicodeDecodeError: a torn write
-        return None, [issue(path, "invalid_json", exception_detail(exc))]
+    doc, problem = read_json_document(path, GEMINI_DOCUMENT_MAX_BYTES)
+    if problem is not None:
+        return None, [problem]
     if not isinstance(doc, dict) or not isinstance(doc.get("sessionId"), str):
         return None, [issue(path, "not_a_transcript", "not a Gemini CLI ConversationRecord")]
     issues: list[ParseIssue] = []

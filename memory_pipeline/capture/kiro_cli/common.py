@@ -11,19 +11,16 @@ connector's trust boundary uses the same way.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.capture.codex.fields import exception_detail
+from memory_pipeline.capture.files import read_json_document
 from memory_pipeline.capture.models import ParsedTurn, ParseIssue
+from memory_pipeline.capture.protocol import issue as issue
 from memory_pipeline.tuning import KIRO_DOCUMENT_MAX_BYTES
-
-
-def issue(path: Path | str, reason: str, detail: str = "", line: int | None = None) -> ParseIssue:
-    return ParseIssue(path=str(path), line=line, reason=reason, detail=detail[:500])
 
 
 def loads(raw: bytes | str) -> tuple[Any, str | None]:
@@ -43,28 +40,8 @@ def read_document(path: Path) -> tuple[Any, list[ParseIssue]]:
     these documents in place) gives one `changed_while_reading` issue and no value, never half a
     document; the next look reads it again.
     """
-    try:
-        before = os.stat(path)
-        if before.st_size == 0:
-            return None, [issue(path, "empty_file")]
-        if before.st_size > KIRO_DOCUMENT_MAX_BYTES:
-            return None, [issue(path, "too_large", f"{before.st_size:,} bytes")]
-        with open(path, "rb") as handle:
-            raw = handle.read(KIRO_DOCUMENT_MAX_BYTES + 1)
-        after = os.stat(path)
-    except OSError as exc:
-        return None, [issue(path, "unreadable", exception_detail(exc))]
-    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or len(
-        raw
-    ) != before.st_size:
-        return None, [issue(path, "changed_while_reading", "the file changed while it was read")]
-    if b"\x00" in raw:
-        return None, [issue(path, "binary", "NUL bytes in a JSON document")]
-    value, why = loads(raw.removeprefix(b"\xef\xbb\xbf"))
-    if why is not None:
-        reason = "too_deep" if why == "too_deep" else "invalid_json"
-        return None, [issue(path, reason, why)]
-    return value, []
+    value, problem = read_json_document(path, KIRO_DOCUMENT_MAX_BYTES)
+    return value, ([] if problem is None else [problem])
 
 
 @dataclass

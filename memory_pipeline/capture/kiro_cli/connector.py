@@ -16,20 +16,25 @@ sidecar, where the turn-end marks and the title are written).
 from __future__ import annotations
 
 import os
-from datetime import UTC, date
+from datetime import date
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.capture.codex.fields import bounded, exception_detail, from_ms, string
+from memory_pipeline.capture.codex.fields import bounded, from_ms, string
 from memory_pipeline.capture.codex.text import is_prompt_copy
-from memory_pipeline.capture.files import sort_candidates
 from memory_pipeline.capture.kiro_cli import sessions, sqlite
 from memory_pipeline.capture.kiro_cli.common import issue, loads
 from memory_pipeline.capture.kiro_cli.conversation import read_conversation
 from memory_pipeline.capture.kiro_cli.ownership import ownership
 from memory_pipeline.capture.kiro_cli.typed import TypedPrompts
 from memory_pipeline.capture.models import ParsedTask, ParseIssue, ParseResult, TaskTitle
-from memory_pipeline.capture.protocol import ConnectorOptions
+from memory_pipeline.capture.protocol import (
+    ConnectorOptions,
+    days_by_parse,
+    discover_candidates,
+    guarded_parse,
+    root_list,
+)
 
 SOURCE = "kiro_cli"
 SESSIONS_DIR = ("sessions", "cli")
@@ -39,7 +44,7 @@ class KiroCliConnector:
     source = SOURCE
 
     def __init__(self, roots: list[Path] | Path) -> None:
-        self.roots = [Path(r) for r in (roots if isinstance(roots, list) else [roots])]
+        self.roots = root_list(roots)
         self.typed = TypedPrompts(self.roots)
         self.skipped_files: list[ParseIssue] = []
 
@@ -47,20 +52,7 @@ class KiroCliConnector:
 
     def discover(self) -> list[Path]:
         self.skipped_files = []
-        found: list[Path] = []
-        for root in self.roots:
-            candidates: list[Path] = []
-            db = root / sqlite.DB_NAME
-            if os.path.lexists(db):
-                candidates.append(db)
-            cli = root.joinpath(*SESSIONS_DIR)
-            if cli.is_dir():
-                try:
-                    candidates += [p for p in cli.iterdir() if p.name.endswith(".jsonl")]
-                except OSError:
-                    pass
-            found += sort_candidates(candidates, root, self.skipped_files)
-        return sorted(set(found))
+        return discover_candidates(self.roots, _candidates, self.skipped_files)
 
     def state_paths(self, path: Path) -> list[Path]:
         path = Path(path)
@@ -71,19 +63,13 @@ class KiroCliConnector:
     def task_days(self, path: Path) -> set[date]:
         """The same start rule as parse(): parse is the peek (a store is small and a session
         file's start is in its sidecar or first prompt)."""
-        try:
-            return {t.started_at.astimezone(UTC).date() for t in self.parse(path).tasks}
-        except Exception:
-            return set()
+        return days_by_parse(self.parse, path)
 
     def parse(self, path: Path) -> ParseResult:
         path = Path(path)
-        try:
-            if path.name == sqlite.DB_NAME:
-                return self._parse_store(path)
-            return self._parse_session(path)
-        except Exception as exc:  # last-resort guard: parse() never raises for bad input
-            return ParseResult(issues=[issue(path, "parser_error", exception_detail(exc))])
+        if path.name == sqlite.DB_NAME:
+            return guarded_parse(self._parse_store, path)
+        return guarded_parse(self._parse_session, path)
 
     # --- SQLite store ---------------------------------------------------------------------------
 
@@ -186,6 +172,20 @@ def _title(sidecar: dict[str, Any], prompts: list[str]) -> TaskTitle | None:
         return None
     observed = sessions.parse_time(sidecar.get("updated_at"))
     return TaskTitle(text=text.strip(), source="kiro_cli:title", observed_at=observed)
+
+
+def _candidates(root: Path) -> list[Path]:
+    candidates: list[Path] = []
+    db = root / sqlite.DB_NAME
+    if os.path.lexists(db):
+        candidates.append(db)
+    cli = root.joinpath(*SESSIONS_DIR)
+    if cli.is_dir():
+        try:
+            candidates += [p for p in cli.iterdir() if p.name.endswith(".jsonl")]
+        except OSError:
+            pass
+    return candidates
 
 
 def build(roots: list[Path], options: ConnectorOptions | None = None) -> KiroCliConnector:

@@ -28,11 +28,11 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 from memory_pipeline.capture.codex.fields import exception_detail
 from memory_pipeline.capture.kiro_cli.common import issue
 from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.capture.sqlite_store import connect_ro, wal_state_paths
 from memory_pipeline.tuning import KIRO_DOCUMENT_MAX_BYTES, KIRO_SQLITE_TIMEOUT_S
 
 DB_NAME = "data.sqlite3"
@@ -50,16 +50,11 @@ class Row:
     rowid: int
 
 
-def state_paths(db: Path) -> list[Path]:
-    """The files whose stat makes up the store's version: the database and its WAL."""
-    return [db, db.with_name(db.name + "-wal")]
+state_paths = wal_state_paths  # the database and its WAL
 
 
 def connect(db: Path) -> sqlite3.Connection:
-    uri = f"file:{quote(str(db.resolve()))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=KIRO_SQLITE_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA query_only = 1")
-    return conn
+    return connect_ro(db.resolve(), KIRO_SQLITE_TIMEOUT_S)
 
 
 def read_rows(db: Path) -> tuple[list[Row], list[ParseIssue]]:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.capture.codex.fields import bounded, exception_detail, parse_time, string
+from memory_pipeline.capture.codex.fields import bounded, parse_time, string
 from memory_pipeline.capture.codex.text import is_prompt_copy
-from memory_pipeline.capture.files import sort_candidates, special_file
+from memory_pipeline.capture.files import list_dir, special_file
 from memory_pipeline.capture.kiro_cli.common import TurnBuilder, issue, read_document
 from memory_pipeline.capture.kiro_ide import layouts
 from memory_pipeline.capture.models import (
@@ -36,7 +36,13 @@ from memory_pipeline.capture.models import (
     ParseResult,
     TaskTitle,
 )
-from memory_pipeline.capture.protocol import ConnectorOptions
+from memory_pipeline.capture.protocol import (
+    ConnectorOptions,
+    days_by_parse,
+    discover_candidates,
+    guarded_parse,
+    root_list,
+)
 
 SOURCE = "kiro_ide"
 WORKSPACE_SESSIONS = "workspace-sessions"
@@ -48,7 +54,7 @@ class KiroIdeConnector:
     source = SOURCE
 
     def __init__(self, roots: list[Path] | Path) -> None:
-        self.roots = [Path(r) for r in (roots if isinstance(roots, list) else [roots])]
+        self.roots = root_list(roots)
         self.skipped_files: list[ParseIssue] = []
         self._index_cache: dict[Path, tuple[tuple[int, int], Any]] = {}
 
@@ -56,20 +62,11 @@ class KiroIdeConnector:
 
     def discover(self) -> list[Path]:
         self.skipped_files = []
-        found: list[Path] = []
+        found = discover_candidates(self.roots, _session_files, self.skipped_files)
         for root in self.roots:
             if not root.is_dir():
                 continue
-            candidates: list[Path] = []
-            sessions = root / WORKSPACE_SESSIONS
-            if sessions.is_dir():
-                for ws in _listdir(sessions):
-                    if ws.is_dir() and not ws.is_symlink():
-                        candidates += [
-                            p for p in _listdir(ws) if p.suffix == ".json" and p.name != INDEX
-                        ]
-            found += sort_candidates(candidates, root, self.skipped_files)
-            for entry in _listdir(root):
+            for entry in list_dir(root):
                 if not HASH_DIR.match(entry.name):
                     continue
                 if entry.is_symlink() or not entry.is_dir():
@@ -77,7 +74,7 @@ class KiroIdeConnector:
                     if problem is not None and entry.is_symlink():
                         self.skipped_files.append(problem)
                     continue
-                if any(p.suffix == ".chat" for p in _listdir(entry)):
+                if any(p.suffix == ".chat" for p in list_dir(entry)):
                     found.append(entry)
         return sorted(set(found))
 
@@ -85,26 +82,22 @@ class KiroIdeConnector:
         path = Path(path)
         if path.is_dir():
             paths = [path, *self._chat_files(path)]
-            for sub in _listdir(path):
+            for sub in list_dir(path):
                 if sub.is_dir() and not sub.is_symlink():
-                    paths += [f for f in _listdir(sub) if f.is_file() and not f.suffix]
+                    paths += [f for f in list_dir(sub) if f.is_file() and not f.suffix]
             return paths
         return [path, path.with_name(INDEX)]
 
     def task_days(self, path: Path) -> set[date]:
-        try:
-            return {t.started_at.astimezone(UTC).date() for t in self.parse(path).tasks}
-        except Exception:
-            return set()
+        return days_by_parse(self.parse, path)
 
     def parse(self, path: Path) -> ParseResult:
-        path = Path(path)
-        try:
-            if path.is_dir():
-                return self._parse_chat_dir(path)
-            return self._parse_session(path)
-        except Exception as exc:  # last-resort guard: parse() never raises for bad input
-            return ParseResult(issues=[issue(path, "parser_error", exception_detail(exc))])
+        return guarded_parse(self._parse_any, Path(path))
+
+    def _parse_any(self, path: Path) -> ParseResult:
+        if path.is_dir():
+            return self._parse_chat_dir(path)
+        return self._parse_session(path)
 
     # --- new layout -----------------------------------------------------------------------------
 
@@ -194,7 +187,7 @@ class KiroIdeConnector:
     # --- old layout -----------------------------------------------------------------------------
 
     def _chat_files(self, directory: Path) -> list[Path]:
-        return sorted(p for p in _listdir(directory) if p.suffix == ".chat")
+        return sorted(p for p in list_dir(directory) if p.suffix == ".chat")
 
     def _parse_chat_dir(self, directory: Path) -> ParseResult:
         issues: list[ParseIssue] = []
@@ -225,10 +218,10 @@ class KiroIdeConnector:
     def _execution_logs(self, directory: Path, issues: list[ParseIssue]) -> dict[str, str]:
         """executionId -> the execution's final answer, from the logs beside the snapshots."""
         answers: dict[str, str] = {}
-        for sub in _listdir(directory):
+        for sub in list_dir(directory):
             if not sub.is_dir() or sub.is_symlink():
                 continue
-            for path in _listdir(sub):
+            for path in list_dir(sub):
                 if path.suffix or not path.is_file() or path.is_symlink():
                     continue
                 log, found = read_document(path)
@@ -346,11 +339,15 @@ def _time(value: Any) -> datetime | None:
     return parse_time(value)
 
 
-def _listdir(path: Path) -> list[Path]:
-    try:
-        return sorted(path.iterdir())
-    except OSError:
-        return []
+def _session_files(root: Path) -> list[Path]:
+    """New layout: `workspace-sessions/<ws>/<sessionId>.json` (not the `sessions.json` index)."""
+    candidates: list[Path] = []
+    sessions = root / WORKSPACE_SESSIONS
+    if sessions.is_dir():
+        for ws in list_dir(sessions):
+            if ws.is_dir() and not ws.is_symlink():
+                candidates += [p for p in list_dir(ws) if p.suffix == ".json" and p.name != INDEX]
+    return candidates
 
 
 def build(roots: list[Path], options: ConnectorOptions | None = None) -> KiroIdeConnector:

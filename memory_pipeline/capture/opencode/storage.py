@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.capture import sqlite_store
 from memory_pipeline.capture.models import ParseIssue
+from memory_pipeline.capture.sqlite_store import wal_state_paths
 from memory_pipeline.tuning import OPENCODE_JSON_MAX_BYTES
 
 JSON_LEGACY, JSON, SQLITE = "json-legacy", "json", "sqlite"
@@ -220,17 +222,12 @@ def read_json_session(path: Path, issues: list[ParseIssue]) -> RawSession | None
 # --- SQLite -----------------------------------------------------------------------------------
 
 
-def sqlite_state_paths(path: Path) -> list[Path]:
-    """The database changes in place, mostly in its `-wal` file (WAL journal)."""
-    return [path, path.with_name(path.name + "-wal")]
+sqlite_state_paths = wal_state_paths  # the database changes in place, mostly in its `-wal`
 
 
 def connect_ro(path: Path) -> sqlite3.Connection:
     """Read-only, never creating the file; the agent keeps writing meanwhile (WAL)."""
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=2.0, isolation_level=None)
-    conn.execute("PRAGMA query_only = ON")
-    return conn
+    return sqlite_store.connect_ro(Path(path).resolve(), 2.0)
 
 
 def sqlite_session_ids(path: Path) -> set[str]:

@@ -3,10 +3,8 @@ renames, idempotence, exclusions and forget."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from datetime import date
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -16,7 +14,7 @@ from memory_pipeline.capture.ingest import capture_window
 from memory_pipeline.forget.run import forget
 from memory_pipeline.forget.select import Selector
 from memory_pipeline_tests.capture.cursor.conftest import SPLIT_ID, CursorHome
-from memory_pipeline_tests.support.cursor_store import encode
+from memory_pipeline_tests.support.cursor_store import get, put
 
 ALL = (date(2026, 1, 1), date(2027, 1, 1))
 CAPTURED = {  # user-owned composers of global-split.json and their complete turns
@@ -34,20 +32,6 @@ def turns_of(conn: psycopg.Connection) -> dict[str, int]:
         " GROUP BY t.native_id"
     ).fetchall()
     return dict(rows)
-
-
-def put(db: Path, key: str, value) -> None:
-    conn = sqlite3.connect(db)
-    conn.execute("INSERT INTO cursorDiskKV (key, value) VALUES (?, ?)", [key, encode(value)])
-    conn.commit()
-    conn.close()
-
-
-def get(db: Path, key: str) -> dict:
-    conn = sqlite3.connect(db)
-    (raw,) = conn.execute("SELECT value FROM cursorDiskKV WHERE key = ?", [key]).fetchone()
-    conn.close()
-    return json.loads(raw)
 
 
 def snapshot(conn: psycopg.Connection) -> list:

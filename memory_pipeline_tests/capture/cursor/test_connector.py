@@ -14,7 +14,7 @@ from memory_pipeline.capture.cursor import bubbles as bubbles_module
 from memory_pipeline.capture.cursor import sqlite as cursor_sqlite
 from memory_pipeline.capture.cursor.connector import CursorConnector
 from memory_pipeline_tests.capture.cursor.conftest import SPLIT_ID, TRANSCRIPT_ID, CursorHome
-from memory_pipeline_tests.support.cursor_store import encode, load_fixture, write_vscdb
+from memory_pipeline_tests.support.cursor_store import get, load_fixture, put, write_vscdb
 
 CHAT_ID = "0b9d8e7f-6a5b-4c3d-2e1f-001122334455"
 BROKEN_ID = "ba000000-0000-4000-8000-0000000000ba"
@@ -22,20 +22,6 @@ BROKEN_ID = "ba000000-0000-4000-8000-0000000000ba"
 
 def tasks_by_id(result):
     return {t.native_id: t for t in result.tasks}
-
-
-def put(db: Path, key: str, value) -> None:
-    conn = sqlite3.connect(db)
-    conn.execute("INSERT INTO cursorDiskKV (key, value) VALUES (?, ?)", [key, encode(value)])
-    conn.commit()
-    conn.close()
-
-
-def get(db: Path, key: str) -> dict:
-    conn = sqlite3.connect(db)
-    row = conn.execute("SELECT value FROM cursorDiskKV WHERE key = ?", [key]).fetchone()
-    conn.close()
-    return json.loads(row[0])
 
 
 def digest(path: Path) -> str:

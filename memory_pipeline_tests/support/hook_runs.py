@@ -1,0 +1,47 @@
+"""Shared pieces of the per-agent hook tests (`serving/test_hooks_<agent>.py`).
+
+* `cli(*args)`: the `memory-pipeline` Typer app run in-process; its output (exit code 0 asserted).
+* `runs_without_memory(tmp_path, bodies)`: the real `memory-pipeline hook <event>` command, one
+  process per `(event, payload)`, with no memory database at all (no `MEMORY_*`, no
+  `DATABASE_URL`, an empty `MEMORY_HOME`), for the fail-open tests: each must print nothing and
+  exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from memory_pipeline.cli import app
+
+CLI = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "memory-pipeline")
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def runs_without_memory(
+    tmp_path: Path, bodies: list[tuple[str, Any]]
+) -> list[subprocess.CompletedProcess[bytes]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    env.pop("DATABASE_URL", None)
+    env["MEMORY_HOME"] = str(tmp_path / "empty")
+    return [
+        subprocess.run(
+            [CLI, "hook", event, "--deadline", "1"],
+            input=json.dumps(body).encode(),
+            capture_output=True,
+            env=env,
+            timeout=30,
+            check=False,
+        )
+        for event, body in bodies
+    ]
