@@ -397,7 +397,7 @@ def test_env_key_used_when_set(tmp_path: Path) -> None:
         "00" * 31,
         "00" * 33,
         "zz" * 32,
-        base64.b64encode(os.urandom(31)).decode(),
+        base64.b64encode(bytes(range(31))).decode(),
         "x" * 44,
     ],
 )

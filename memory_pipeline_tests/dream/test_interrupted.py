@@ -139,7 +139,11 @@ def test_memory_pipeline_run_marks_a_dead_run_failed(conn, db_url, env, tmp_path
         said: list[str] = []
         assert clear_interrupted_work(Settings.from_env(), db_url, said.append) == []
         assert conn.execute("SELECT status FROM dream_cycle_runs").fetchone() == ("running",)
-    # Its process died (the session ended): the next start fails it, with one line.
+        pid = live.info.backend_pid
+    # Its process died (the session ended): the next start fails it, with one line. The server
+    # drops the session's locks when its backend exits, a moment after the client closed.
+    gone = "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = %s"
+    wait_until(lambda: conn.execute(gone, [pid]).fetchone()[0], 30, "the session's backend to exit")
     cleared = clear_interrupted_work(Settings.from_env(), db_url, said.append)
     assert len(cleared) == 1 and conn.execute("SELECT status FROM dream_cycle_runs").fetchone() == (
         "failed",
