@@ -118,8 +118,9 @@ class SemanticResource(dg.ConfigurableResource):
 
     def backend(self) -> SemanticBackend:
         from memory_pipeline.embedding.minilm import get_minilm
+        from memory_pipeline.ollama_chat import ollama_model_available
         from memory_pipeline.semantic.offline_rules import OfflineRulesBackend
-        from memory_pipeline.semantic.ollama_backend import OllamaBackend, ollama_model_available
+        from memory_pipeline.semantic.ollama_backend import OllamaBackend
 
         if self.model and ollama_model_available(self.ollama_host, self.model, timeout_s=5):
             return OllamaBackend(self.ollama_host, self.model, self.timeout_s)

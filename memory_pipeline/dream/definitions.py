@@ -73,7 +73,7 @@ def dream_config(
 ) -> DreamConfig:
     """Ollama when a model is set and the server has it; otherwise the offline rules."""
     from memory_pipeline.dream.thinker_ollama import DreamOllama
-    from memory_pipeline.semantic.ollama_backend import ollama_model_available
+    from memory_pipeline.ollama_chat import ollama_model_available
 
     client = None
     if model and ollama_model_available(host, model, timeout_s=5):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from typing import TypeVar
 
-import httpx
 import ollama
 import psycopg
 from pydantic import BaseModel, ValidationError
@@ -21,6 +20,7 @@ from memory_pipeline import tuning
 from memory_pipeline.dream.feedback import Feedback
 from memory_pipeline.dream.memories import load, quote
 from memory_pipeline.dream.models import Candidate, MemoryView, Slice, ThinkerOutput
+from memory_pipeline.ollama_chat import OllamaCallFailed, chat_json
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -35,7 +35,7 @@ class CallFailed(Exception):
 
 class DreamOllama:
     def __init__(self, host: str, model: str, timeout_s: float, budget: int) -> None:
-        self.host, self.model, self.budget = host, model, budget
+        self.host, self.model, self.budget, self.timeout_s = host, model, budget, timeout_s
         self.client = ollama.Client(host=host, timeout=timeout_s)
         self.calls = 0
         self.tokens = 0
@@ -50,28 +50,24 @@ class DreamOllama:
             raise BudgetExhausted(f"call budget of {self.budget} used up")
         self.calls += 1
         try:
-            response = self.client.chat(
+            response = chat_json(
+                self.client,
+                host=self.host,
                 model=self.model,
                 messages=[
                     {"role": "system", "content": system},
                     {"role": "user", "content": user},
                 ],
-                format=schema.model_json_schema(),
+                schema=schema.model_json_schema(),
                 options={
                     "temperature": tuning.DREAM_OLLAMA_TEMPERATURE,
                     "num_ctx": tuning.DREAM_OLLAMA_NUM_CTX,
                 },
+                timeout_s=self.timeout_s,
             )
             self.tokens += (response.prompt_eval_count or 0) + (response.eval_count or 0)
             return schema.model_validate_json(response.message.content or "")
-        except (
-            ollama.ResponseError,
-            ollama.RequestError,
-            ConnectionError,
-            httpx.HTTPError,
-            ValidationError,
-            ValueError,
-        ) as exc:
+        except (OllamaCallFailed, ValidationError) as exc:
             self.failures += 1
             raise CallFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-import httpx
 import ollama
 from pydantic import BaseModel, Field, ValidationError
 
 from memory_pipeline import tuning
 from memory_pipeline.entities.models import Item, Proposal, Proposals
-from memory_pipeline.semantic.ollama_backend import ollama_model_available
+from memory_pipeline.ollama_chat import OllamaCallFailed, chat_json, ollama_model_available
 
 EntityType = Literal[
     "person", "project", "repository", "package", "file", "host", "tool", "place", "organisation"
@@ -67,26 +66,23 @@ class OllamaEntities:
 
     def _batch(self, client: ollama.Client, batch: list[Item]) -> list[Proposal]:
         try:
-            response = client.chat(
+            response = chat_json(
+                client,
+                host=self.host,
                 model=self.model,
                 messages=[
                     {"role": "system", "content": SYSTEM_PROMPT},
                     {"role": "user", "content": render(batch)},
                 ],
-                format=_Answer.model_json_schema(),
+                schema=_Answer.model_json_schema(),
                 options={
                     "temperature": tuning.ENTITY_OLLAMA_TEMPERATURE,
                     "num_ctx": tuning.ENTITY_OLLAMA_NUM_CTX,
                 },
+                timeout_s=self.timeout_s,
             )
-        except httpx.TimeoutException as exc:
-            raise _BatchError(f"no answer within {self.timeout_s:g}s") from exc
-        except ollama.ResponseError as exc:
-            raise _BatchError(f"HTTP {exc.status_code} from {self.host}: {exc.error}") from exc
-        except (ConnectionError, httpx.HTTPError) as exc:
-            raise _BatchError(f"cannot reach Ollama at {self.host}: {exc}") from exc
-        except (ollama.RequestError, ValidationError, ValueError) as exc:
-            raise _BatchError(f"unexpected reply from Ollama: {exc}") from exc
+        except OllamaCallFailed as exc:
+            raise _BatchError(str(exc)) from exc
         try:
             answer = _Answer.model_validate_json(response.message.content or "")
         except ValidationError as exc:

@@ -44,7 +44,7 @@ def _edit(candidates: list, choice: EditorChoice) -> tuple[list, str, str | None
     if not choice.model or not candidates:
         return edit_offline.edit(candidates), edit_offline.EDITOR, None
     from memory_pipeline.express import edit_ollama
-    from memory_pipeline.semantic.ollama_backend import ollama_model_available
+    from memory_pipeline.ollama_chat import ollama_model_available
 
     if not ollama_model_available(choice.ollama_host, choice.model, timeout_s=5):
         note = f"Ollama model {choice.model} not available at {choice.ollama_host}"

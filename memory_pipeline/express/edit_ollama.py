@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import ollama
 from pydantic import BaseModel, Field, ValidationError
 
 from memory_pipeline import tuning
 from memory_pipeline.express.edit_offline import clean, detail
 from memory_pipeline.express.models import Candidate, EditedItem
+from memory_pipeline.ollama_chat import OllamaCallFailed, chat_json
 
 SYSTEM_PROMPT = """\
 You are the editor of a short daily briefing for a software developer about their own project \
@@ -102,19 +102,18 @@ def edit(candidates: list[Candidate], host: str, model: str, timeout_s: float) -
         return []
     try:
         with ollama.Client(host=host, timeout=timeout_s) as client:
-            response = client.chat(
+            response = chat_json(
+                client,
+                host=host,
                 model=model,
                 messages=[
                     {"role": "system", "content": SYSTEM_PROMPT},
                     {"role": "user", "content": render_candidates(candidates)},
                 ],
-                format=EditorAnswer.model_json_schema(),
+                schema=EditorAnswer.model_json_schema(),
                 options={"temperature": tuning.EXPRESS_OLLAMA_TEMPERATURE},
+                timeout_s=timeout_s,
             )
-    except (ollama.ResponseError, ollama.RequestError, ConnectionError, httpx.HTTPError) as exc:
-        raise EditorError(f"Ollama at {host} failed: {type(exc).__name__}") from exc
-    except (ValidationError, ValueError) as exc:
-        raise EditorError(f"unexpected reply from Ollama: {type(exc).__name__}") from exc
-    if response.done_reason == "length":
-        raise EditorError("answer truncated (done_reason=length)")
+    except OllamaCallFailed as exc:
+        raise EditorError(str(exc)) from exc
     return parse_answer(response.message.content or "", candidates)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import httpx
 import ollama
 from pydantic import BaseModel, ValidationError
 
 from memory_pipeline import tuning
+from memory_pipeline.ollama_chat import OllamaCallFailed, chat_json
 from memory_pipeline.relationships.models import (
     Edge,
     JudgeFailure,
@@ -131,32 +131,24 @@ class OllamaJudge:
 
     def _chat(self, client: ollama.Client, batch: list[Pair]) -> str:
         try:
-            response = client.chat(
+            response = chat_json(
+                client,
+                host=self.host,
                 model=self.model,
                 messages=[
                     {"role": "system", "content": SYSTEM_PROMPT},
                     {"role": "user", "content": render_pairs(batch)},
                 ],
-                format=Verdicts.model_json_schema(),
+                schema=Verdicts.model_json_schema(),
                 options={
                     "temperature": tuning.JUDGE_OLLAMA_TEMPERATURE,
                     "num_ctx": tuning.JUDGE_OLLAMA_NUM_CTX,
                 },
+                timeout_s=self.timeout_s,
             )
-        except httpx.TimeoutException as exc:
-            raise JudgeError(f"no answer within {self.timeout_s:g}s") from exc
-        except ollama.ResponseError as exc:
-            raise JudgeError(f"HTTP {exc.status_code} from {self.host}: {exc.error}") from exc
-        except (ConnectionError, httpx.HTTPError) as exc:
-            raise JudgeError(f"cannot reach Ollama at {self.host}: {exc}") from exc
-        except (ollama.RequestError, ValidationError, ValueError) as exc:
-            raise JudgeError(f"unexpected reply from Ollama: {exc}") from exc
-        if response.done_reason == "length":
-            raise JudgeError("answer truncated at the context/prediction limit")
-        content = response.message.content
-        if not content or not content.strip():
-            raise JudgeError("empty answer")
-        return content
+        except OllamaCallFailed as exc:
+            raise JudgeError(str(exc)) from exc
+        return response.message.content or ""
 
 
 class JudgeError(Exception):

@@ -6,10 +6,10 @@ MEMORY_OLLAMA_TIMEOUT_S): one model serves both, through the same `llm` pool.
 
 from __future__ import annotations
 
+from memory_pipeline.ollama_chat import ollama_model_available
 from memory_pipeline.relationships.judge_offline import OfflineJudge
 from memory_pipeline.relationships.judge_ollama import OllamaJudge
 from memory_pipeline.relationships.models import Judge
-from memory_pipeline.semantic.ollama_backend import ollama_model_available
 
 
 def judge_for(ollama_host: str, model: str | None, timeout_s: float) -> Judge:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import httpx
 import ollama
 from pydantic import ValidationError
 
 from memory_pipeline import tuning
+from memory_pipeline.ollama_chat import OllamaCallFailed, chat_json
 from memory_pipeline.semantic.errors import SemanticPassError
 from memory_pipeline.semantic.models import (
     InvalidPassOutput,
@@ -181,40 +181,21 @@ class OllamaBackend:
 
     def _chat(self, pass_input: PassInput) -> str:
         try:
-            response = self._get_client().chat(
+            response = chat_json(
+                self._get_client(),
+                host=self.host,
                 model=self.model,
                 messages=self.messages(pass_input),
-                format=pass_result_schema(),
+                schema=pass_result_schema(),
                 options={
                     "temperature": tuning.SEMANTIC_OLLAMA_TEMPERATURE,
                     "num_ctx": tuning.SEMANTIC_OLLAMA_NUM_CTX,
                 },
+                timeout_s=self.timeout_s,
             )
-        except httpx.TimeoutException as exc:
-            raise SemanticPassError(
-                self.name, f"no answer within {self.timeout_s:g}s ({type(exc).__name__})", exc
-            ) from exc
-        except ollama.ResponseError as exc:
-            raise SemanticPassError(
-                self.name, f"HTTP {exc.status_code} from {self.host}: {exc.error}", exc
-            ) from exc
-        except ollama.RequestError as exc:  # the client refused to send the request
-            raise SemanticPassError(self.name, f"invalid request: {exc.error}", exc) from exc
-        except (ConnectionError, httpx.HTTPError) as exc:
-            raise SemanticPassError(
-                self.name, f"cannot reach Ollama at {self.host}: {exc}", exc
-            ) from exc
-        except (ValidationError, ValueError) as exc:  # a reply that is not a chat response
-            raise SemanticPassError(self.name, f"unexpected reply from Ollama: {exc}", exc) from exc
-        if response.done_reason == "length":
-            raise SemanticPassError(
-                self.name,
-                "answer truncated at the context/prediction limit (done_reason=length)",
-            )
-        content = response.message.content
-        if not content or not content.strip():
-            raise SemanticPassError(self.name, "empty answer")
-        return content
+        except OllamaCallFailed as exc:
+            raise SemanticPassError(self.name, str(exc), exc) from exc
+        return response.message.content or ""
 
 
 def _short(exc: ValidationError, limit: int = 5) -> str:
@@ -224,29 +205,3 @@ def _short(exc: ValidationError, limit: int = 5) -> str:
     ]
     more = f" (+{len(errors) - limit} more)" if len(errors) > limit else ""
     return "; ".join(parts) + more
-
-
-def _same_model(a: str, b: str) -> bool:
-    def norm(name: str) -> str:
-        return name if ":" in name else f"{name}:latest"
-
-    return norm(a) == norm(b)
-
-
-def ollama_model_available(host: str, model: str, timeout_s: float) -> bool:
-    """True when Ollama at `host` answers and has `model` installed as a chat-capable model.
-
-    Uses `/api/tags` (the installed models; `name` and `name:latest` are the same model) and then
-    `/api/show` to check the model can complete text (an embedding-only model cannot run the pass).
-    Never raises: an unreachable or misbehaving server means "not available".
-    """
-    try:
-        with ollama.Client(host=host, timeout=timeout_s) as client:
-            listed = client.list()
-            if not any(_same_model(m.model or "", model) for m in listed.models):
-                return False
-            shown = client.show(model)
-    except (ollama.ResponseError, ConnectionError, httpx.HTTPError, ValidationError, ValueError):
-        return False
-    caps = shown.capabilities
-    return caps is None or "completion" in caps

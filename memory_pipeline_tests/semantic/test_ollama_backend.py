@@ -8,13 +8,10 @@ import time
 
 import pytest
 
+from memory_pipeline.ollama_chat import ollama_model_available
 from memory_pipeline.semantic.errors import SemanticPassError
 from memory_pipeline.semantic.models import PassInput, PassResult, TurnInput
-from memory_pipeline.semantic.ollama_backend import (
-    OllamaBackend,
-    ollama_model_available,
-    pass_result_schema,
-)
+from memory_pipeline.semantic.ollama_backend import OllamaBackend, pass_result_schema
 from memory_pipeline_tests.support.fake_ollama import (
     DEFAULT_CHAT_MODEL,
     Delay,
