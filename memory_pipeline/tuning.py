@@ -374,6 +374,51 @@ PROPOSAL = (
     r"|\bi (?:suggest|recommend|propose)\b|\bmy recommendation\b"
     r"|\bthe (?:simplest|best|cleanest|safest) (?:option|fix|approach|way) (?:is|would be)\b"
 )
+# A direction of the user that the agent adopts (distill.py, `_adopted_direction`): the outcome
+# opens by agreeing ("You're absolutely right!", "Good point.") and the prompt said what to do or
+# what is wrong with the plan. The prompt and the agent's reasoning after the agreement (at most
+# DISTILL_ADOPTED_MAX_SENTENCES of each) are one decision.
+AGREEMENT = (
+    r"^\W*(?:(?:brilliant|excellent|great|good|perfect)[!.,]\s*)?(?:you'?re (?:absolutely "
+    r"|completely |totally |quite )?right|you are (?:absolutely )?right"
+    r"|good (?:point|call|catch|idea)"
+    r"|great (?:point|idea|call|catch)|fair point|agreed|exactly right|that makes sense"
+    r"|(?:that's|that is) a (?:good|great|fair|better) (?:point|idea|call|approach))\b"
+)
+DISTILL_ADOPTED_MAX_SENTENCES = 2
+# A sentence that rejects an alternative ("i don't want to open issues or PRs directly.") is the
+# reason of the direction right after it ("let's design a write-up for each team"): chose X over Y.
+REJECTED_ALTERNATIVE = (
+    r"^\W*(?:(?:no|ok(?:ay)?|so)[,.!]?\s+)?(?:i|we) (?:don'?t|do not|won'?t|will not"
+    r"|would rather not) (?:want|need|like) (?:to|you to|it to)\b"
+    r"|^\W*(?:we|you) (?:shouldn'?t|should not)\b"
+)
+# ...when a sentence of the prompt proposes or directs (an agreement with a correction or with a
+# report is not a choice: the correction is recorded as a correction episode).
+DIRECTION_HINT = (
+    r"\blet'?s\b|\b(?:we|you) (?:should|could|can|need to|must|don'?t need)\b|\bdoes it make sense"
+    r"\b|\binstead\b|\bwhat about\b|\bwhy not\b|\bhow about\b|\bbetter to\b|\bno need\b"
+    r"|^\W*(?:please\s+)?(?:just\s+)?(?:use|keep|store|set|track|remove|drop|put|move|leave|avoid"
+    r"|reuse|extend|don'?t|do not)\b"
+)
+# An offer that closes an outcome ("Want me to swap them anyway?") declined by a bare "no": the
+# user chose to keep things as they are, for the reason the outcome gave before the offer.
+OFFER = (
+    r"^\W*(?:(?:do you |would you )?want me to|should i|shall i|would you like me to"
+    r"|do you want (?:me )?to)\b[^?]*\?\s*$"
+)
+DECLINE = (
+    r"^\W*(?:no|nope|nah|no thanks?(?: you)?|not now|leave (?:it|them)(?: as (?:is|they are))?)"
+    r"\W*$"
+)
+# A user's imperative direction that carries its reason in the same sentence ("track it in the
+# same file, just extend the json so that new clients get it"): a decision (prompt sentences only;
+# a work request such as "fix X because Y" is not a choice and opens with another verb).
+USER_DIRECTION = (
+    r"^\W*(?:(?:ok(?:ay)?|so|no|then|instead)[,.!]?\s+)?(?:please\s+)?(?:just\s+)?(?:keep|use"
+    r"|store|track|put|leave|drop|extend|stick with|avoid|reuse|prefer|don'?t|do not|never"
+    r"|always)\b"
+)
 # Correction cues are looked for near the start of a prompt that follows an agent outcome.
 CORRECTION_SCAN_CHARS = 240
 CORRECTION_CUES = (
@@ -517,6 +562,21 @@ SEGMENT_FOLLOW_UP = (
     r"|^\W*(?:[\w'’]+\s+){0,3}?still\b"
 )
 SEGMENT_NEW_REQUEST_NOVELTY = 0.6
+# A problem report (SEGMENT_PROBLEM_OPENERS) right after an outcome that says the work is done
+# ("Perfect! ...", "Done.", "✅ ... complete", "... successfully ...") starts a bug hunt: it opens
+# a segment whatever its words (the new bug is about what was just built, so its words are not
+# new). A report after an outcome that does not say done is a follow-up of the current work.
+SEGMENT_DONE_OUTCOME = (
+    r"^\W*(?:perfect|done|all (?:done|set)|excellent|great|success|complete[ds]?|finished"
+    r"|(?:the |all )?[\w`'./ -]{1,60} (?:is|are|has been|have been) (?:now )?(?:ready|complete"
+    r"|done|fixed|updated|created|copied|exported|implemented)\b)"
+    r"|\bsuccessfully\b|^\W*[✅🎉]"
+)
+SEGMENT_DONE_SCAN_LINES = 6  # the outcome lines looked at for SEGMENT_DONE_OUTCOME
+# No time-gap rule: a pause of 30 minutes or more before a prompt of its own was tried (issue 36)
+# and found 2 of the real sessions' boundaries, but the demo corpus has a bug that comes back the
+# next morning, a task resumed days later ("back on this. cloning ... fails") inside one topic: 5
+# spurious starts there. Pauses say when, not what.
 SEGMENT_NEW_QUESTION_NOVELTY = 0.7
 SEGMENT_NEW_QUESTION_MIN_TERMS = 10  # a question that states a new subject on its own
 # Documented maximum span: a segment of more than this many turns with no evident boundary is

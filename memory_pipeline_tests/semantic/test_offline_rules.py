@@ -657,3 +657,93 @@ def test_accepted_proposal_becomes_a_decision_citing_both_turns():
     [decision] = memories(run(turns), "decision")
     assert decision.supporting_ordinals == [0, 1]
     assert "store import and export separately instead of clipping" in decision.content
+
+
+# --- how real sessions phrase a new problem and a choice (issue 36) ----------------------------
+
+EXPORT_BUILT = [
+    T(
+        0,
+        "build a script that exports each chat session to a folder named by its session id",
+        "Perfect! The export script is ready.\n\n- writes session_info.json\n- writes the "
+        "conversation as markdown",
+    ),
+    T(
+        1,
+        "please copy the export script into the working directory",
+        "Copied export_session.py into the working directory.",
+    ),
+]
+
+
+def test_a_problem_report_after_the_work_is_reported_done_starts_a_bug_hunt():
+    done = T(
+        1, EXPORT_BUILT[1].prompt, "✅ Session exported successfully!\nFiles: session_info.json"
+    )
+    report = T(
+        2,
+        "any idea why the export folder is not named by the session id?",
+        "The export folder takes the session file name, not the session id.",
+    )
+    result = run([EXPORT_BUILT[0], done, report])
+    assert [s.first_ordinal for s in result.segments] == [0, 2]
+    # The same report while the work is still going on is a follow-up of it.
+    going = T(1, EXPORT_BUILT[1].prompt, "Copying the export script; two files are left to do.")
+    assert [s.first_ordinal for s in run([EXPORT_BUILT[0], going, report]).segments] == [0]
+
+
+def test_a_direction_the_agent_agrees_with_is_a_decision_and_a_correction_is_not():
+    base = T(0, "design how the sync tracks conversations", "The design tracks each message.")
+    adopted = T(
+        1,
+        "conversationId is the same as sessionId. let's set the same value for the conversation",
+        "Brilliant! You're absolutely right. If conversationId is the same as sessionId, we do "
+        "not need to store it at all, just use the existing sessionId.",
+    )
+    decisions = memories(run([base, adopted]), "decision")
+    assert len(decisions) == 1 and decisions[0].supporting_ordinals == [1]
+    assert "sessionId" in decisions[0].content and "conversationId" in decisions[0].content
+    # Agreeing with a report (no direction in the prompt) decides nothing.
+    reported = T(1, "the sync log shows two runs at 10:02.", adopted.outcome)
+    assert memories(run([base, reported]), "decision") == []
+
+
+def test_declining_an_offer_keeps_things_as_they_are_for_the_reason_given():
+    asked = T(
+        0,
+        "j goes down the list and k goes up, wouldn't the other way around make more sense",
+        "The j/k bindings follow the vim convention, j is down and k is up. That is what most "
+        "developers expect. Want me to swap them anyway?",
+    )
+    declined = T(1, "no", "Got it, leaving them as they are.")
+    (decision,) = memories(run([asked, declined]), "decision")
+    assert decision.supporting_ordinals == [0, 1]
+    assert "vim convention" in decision.content and "declined" in decision.content
+    # "no" to an outcome that offered nothing is no decision.
+    told = T(0, asked.prompt, "The j/k bindings follow the vim convention, j is down and k is up.")
+    assert memories(run([told, declined]), "decision") == []
+
+
+def test_a_user_direction_with_its_reason_is_a_decision_without_one_it_is_not():
+    base = T(0, "design where conversation sync state lives", "Proposed a separate state file.")
+    direction = T(
+        1,
+        "track it in the same file as the metrics, just extend the json so that old clients "
+        "are not broken",
+        "Updated the design: one file per session.",
+    )
+    (decision,) = memories(run([base, direction]), "decision")
+    assert "extend the json" in decision.content
+    bare = T(1, "track it in the same file as the metrics", direction.outcome)
+    assert memories(run([base, bare]), "decision") == []
+
+
+def test_a_rejected_alternative_is_the_reason_of_the_direction_after_it():
+    turn = T(
+        0,
+        "i don't want to open issues or prs directly. let's design a write-up for each team.",
+        "Here's the draft write-up template.",
+    )
+    (decision,) = memories(run([turn]), "decision")
+    assert "open issues or prs directly" in decision.content
+    assert "write-up for each team" in decision.content

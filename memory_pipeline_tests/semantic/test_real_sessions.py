@@ -4,8 +4,9 @@ The labels were written before the rules were tuned on these sessions. Zero scaf
 (a target of issue 36) is asserted; the other targets (boundary F1 >= 0.75 at one turn of
 tolerance, decision precision >= 0.8 and recall >= 0.7) are NOT met on the 154 labelled turns
 (README, "Semantic pass on real sessions"): the figures asserted are the measured ones, as floors
-against regression, measured by the same code `memory-pipeline eval --semantic` prints. The
-first ten sessions (52 turns), on which the rules were tuned, keep their targets.
+against regression, measured by the same code `memory-pipeline eval --semantic` prints, for all
+sessions and for the two halves of the second round (tuned on / held out). The first ten
+sessions (52 turns), on which the rules were first tuned, keep their targets.
 """
 
 from __future__ import annotations
@@ -80,19 +81,52 @@ def test_appended_turns_continue_the_tail_segment_unless_their_purpose_changes(b
     assert [s.first_ordinal for s in result.segments[1:]] == [b for b in whole if b > 10]
 
 
+def _half(report: sem.SemanticEvalReport, ids: set[str]) -> tuple[sem.Counts, sem.Counts]:
+    """Boundary (one turn of tolerance) and decision counts of the sessions `ids`, from the
+    per-session report of one evaluation."""
+    boundaries, decisions = sem.Counts(), sem.Counts()
+    for s in report.per_session:
+        if s.id not in ids:
+            continue
+        boundaries.add(
+            sem.match_boundaries(s.predicted_boundaries, s.gold_boundaries, sem.BOUNDARY_TOLERANCE)
+        )
+        found = [m for m in s.memories if m["type"] == "decision"]
+        decisions.add(
+            sem.Counts(
+                tp=sum(m["matched"] is not None for m in found),
+                fp=sum(m["matched"] is None for m in found),
+                fn=sum(m["type"] == "decision" for m in s.missed),
+            )
+        )
+    return boundaries, decisions
+
+
 def test_the_real_sessions_keep_their_measured_figures(backend):
     report = sem.evaluate(GOLD, backend)
     assert report.turns >= 150
     assert report.scaffolding_titles == 0
     assert report.memory_scaffolding_titles == 0
-    # Measured at 154 turns: boundary F1 0.57 (P 0.88, R 0.42), decisions 0.69 / 0.35, insights
-    # 0.56 / 0.37 (0.48, 0.50 / 0.27 and 0.56 / 0.37 before the rules were changed for them).
-    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.55, report.boundary_f1
+    # Measured at 154 turns: boundary F1 0.63 (P 0.89, R 0.48), decisions 0.74 / 0.54, insights
+    # 0.56 / 0.37. Before the rules of the second round (issue 36 follow-up, README): 0.57,
+    # 0.69 / 0.35 and 0.56 / 0.37; before any rule change for these sessions: 0.48, 0.50 / 0.27
+    # and 0.56 / 0.37.
+    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.62, report.boundary_f1
     decisions, insights = report.by_type["decision"], report.by_type["insight"]
-    assert decisions["precision"] is not None and decisions["precision"] >= 0.65, decisions
-    assert decisions["recall"] is not None and decisions["recall"] >= 0.33, decisions
+    assert decisions["precision"] is not None and decisions["precision"] >= 0.73, decisions
+    assert decisions["recall"] is not None and decisions["recall"] >= 0.53, decisions
     assert insights["precision"] is not None and insights["precision"] >= 0.55, insights
-    assert insights["recall"] is not None and insights["recall"] >= 0.35, insights
+    assert insights["recall"] is not None and insights["recall"] >= 0.36, insights
+    # The second round was tuned on the even lines of the gold set (12 sessions, 79 turns) and
+    # checked on the odd lines (12 sessions, 75 turns), which it did not look into; the held-out
+    # half did not improve (boundary F1 0.50 -> 0.50, decisions 0.67 / 0.22 -> 0.50 / 0.22).
+    lines = [line for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
+    ids = [sem.GoldSession.model_validate_json(line).id for line in lines]
+    tuned_b, tuned_d = _half(report, set(ids[1::2]))
+    held_b, held_d = _half(report, set(ids[0::2]))
+    assert (tuned_b.f1 or 0) >= 0.73 and (held_b.f1 or 0) >= 0.49, (tuned_b, held_b)
+    assert (tuned_d.precision or 0) >= 0.8 and (tuned_d.recall or 0) >= 0.7, tuned_d
+    assert (held_d.precision or 0) >= 0.5 and (held_d.recall or 0) >= 0.22, held_d
 
 
 def test_the_sessions_the_rules_were_tuned_on_meet_the_issue_targets(backend, tmp_path):

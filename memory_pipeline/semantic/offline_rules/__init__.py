@@ -30,8 +30,12 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    terminal session, "implement it") and whose content words are at least
    SEGMENT_NEW_REQUEST_NOVELTY new (in no prompt of the current segment nor in the previous
    outcome) opens a segment whatever its similarity; so does a question of at least
-   SEGMENT_NEW_QUESTION_MIN_TERMS content words, SEGMENT_NEW_QUESTION_NOVELTY of them new. Such a
-   segment is never merged away as a lone turn. Maximum span: a segment longer than
+   SEGMENT_NEW_QUESTION_MIN_TERMS content words, SEGMENT_NEW_QUESTION_NOVELTY of them new. A
+   problem report ("any idea why ...", "one change please, ... omits the xml") right after an
+   outcome whose first SEGMENT_DONE_SCAN_LINES lines say the work is done (SEGMENT_DONE_OUTCOME:
+   "Perfect!", "Done", "✅ ...", "... successfully ...") opens a segment whatever its words: a bug
+   hunt about what was just built. Such a segment is never merged away as a lone turn. (No
+   time-gap rule: see tuning.py.) Maximum span: a segment longer than
    SEGMENT_MAX_TURNS is cut so its first part fits (both parts when it is at most twice that),
    before a turn that is neither a follow-up nor a short prompt if any, then the least similar,
    then the latest; repeated until every segment fits. Every rule is deterministic: the same
@@ -55,6 +59,18 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
       that opening was already distilled by a cue.
    c. Acceptance: a short "ok, do that" prompt makes the proposal of the previous outcome ("we
       should X", "I'd suggest X") a decision citing both turns.
+   d. Directions of the user (only when a-c found no decision in the turn): a prompt that
+      directs or proposes (DIRECTION_HINT: "let's", "does it make sense", "instead", an
+      imperative) answered by an outcome that opens by agreeing (AGREEMENT: "You're absolutely
+      right", "Good point") is a decision: the prompt's directing sentences and the agent's
+      reasoning after the agreement (DISTILL_ADOPTED_MAX_SENTENCES each); never for a correction.
+      A bare "no" (DECLINE) to the offer closing the previous outcome (OFFER: "Want me to swap
+      them anyway?") is a decision to keep things as they are, with the reason given before the
+      offer, citing both turns.
+   A prompt sentence that opens with an imperative of choice (USER_DIRECTION: keep, use, store,
+   track, extend, avoid, don't ...) and carries its reason in the sentence ("... so that new
+   clients get it") is a decision; a sentence rejecting an alternative ("I don't want to open
+   issues directly.", REJECTED_ALTERNATIVE) is the reason of the direction right after it.
    A cue memory is the cue sentence plus its reason: a "because / since / so that / , so /
    to avoid ..." clause in the same sentence, or the next sentence when it opens with a reason or
    explains a consequence ("This avoids ...", "X means ..."), or the one after that when it

@@ -12,6 +12,7 @@ from memory_pipeline.semantic.models import (
 from memory_pipeline.semantic.offline_rules.features import RuleTurn
 from memory_pipeline.semantic.offline_rules.patterns import (
     ACCEPTANCE,
+    AGREEMENT,
     ANSWER_PARTICLE,
     APPROACH_ACTION_ITEM,
     APPROACH_REASON_LEAD,
@@ -20,8 +21,10 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     CONSEQUENCE_LEAD,
     DECISION,
     DECISION_NEEDS_REASON,
+    DECLINE,
     DEFAULT_CHANGED,
     DIAGNOSIS,
+    DIRECTION_HINT,
     DUMMY_IT,
     EVIDENCE,
     EXPLANATION,
@@ -35,16 +38,19 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     LABEL_ONLY,
     LETS,
     NOT_DECIDED,
+    OFFER,
     PROBLEM_REPORT,
     PRONOUN_LEAD,
     PROPOSAL,
     QUESTION_WORD,
     REASON,
     REASON_LEAD,
+    REJECTED_ALTERNATIVE,
     SHIFT_PREAMBLE,
     TABLE_ROW,
     THIRD_PERSON_S,
     TITLE_BOILERPLATE,
+    USER_DIRECTION,
     WHY_QUESTION,
     ProsePattern,
     clean,
@@ -101,6 +107,8 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
                 if j in quoted:
                     continue
                 kind = _cue_kind(sentences, j)
+                if kind is None and speaker == "The user" and _is_direction(sentences[j]):
+                    kind = "decision"
                 if kind is None:
                     continue
                 cand = _statement(kind, sentences, j, speaker, segment_title, m.ordinal)
@@ -118,8 +126,10 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
             if cand is not None:
                 found.add(cand.type)
                 _add_candidate(candidates, cand)
-        if "decision" not in found and previous is not None:
-            cand = _accepted_proposal(m, previous)
+        if "decision" not in found:
+            cand = _adopted_direction(m, prompt, outcome_sentences)
+            if cand is None and previous is not None:
+                cand = _accepted_proposal(m, previous) or _declined_offer(m, previous)
             if cand is not None:
                 _add_candidate(candidates, cand)
         previous = m
@@ -202,6 +212,8 @@ def _reason_near(sentences: list[str], j: int) -> bool:
     core = sentences[j]
     if REASON.search(core) or COLON_EXPLANATION.search(core):
         return True
+    if j > 0 and REJECTED_ALTERNATIVE.search(sentences[j - 1]):
+        return True  # "I don't want X. Let's Y.": Y over X
     nxt = sentences[j + 1] if j + 1 < len(sentences) else ""
     if nxt and (_is_reason(nxt) or bool(EXPLANATION.search(nxt))):
         return True
@@ -218,6 +230,8 @@ def _with_reason(sentences: list[str], j: int, core: str) -> tuple[list[str], li
         return [sentences[j - 1]], [], True  # "X is slow. So we'll use Y." - X is the reason
     if REASON.search(core):
         return [], [], True
+    if j > 0 and REJECTED_ALTERNATIVE.search(sentences[j - 1]):
+        return [sentences[j - 1]], [], True  # the alternative given up
     nxt = sentences[j + 1 : j + 2]
     if nxt and (_is_reason(nxt[0]) or EXPLANATION.search(nxt[0])):
         return [], nxt, True
@@ -419,6 +433,92 @@ def _accepted_proposal(m: RuleTurn, previous: RuleTurn) -> _Candidate | None:
                 content_terms(content),
             )
     return None
+
+
+def _is_direction(sentence: str) -> bool:
+    """A user's imperative direction with its reason in the sentence (tuning.USER_DIRECTION)."""
+    core = _unprefixed(sentence)
+    return (
+        _is_statement(core)
+        and bool(USER_DIRECTION.search(core))
+        and bool(REASON.search(core))
+        and not is_scaffolding_sentence(core)
+    )
+
+
+def _adopted_direction(m: RuleTurn, prompt: str, outcome: list[str]) -> _Candidate | None:
+    """The user says what to do or what is wrong with the plan, and the outcome opens by agreeing
+    ("You're absolutely right! ..."): the direction and the agent's reasoning are a decision."""
+    opening = [s for s in outcome if not TABLE_ROW.match(s) and not is_data_line(s)]
+    agreeing = [k for k, s in enumerate(opening[:2]) if AGREEMENT.search(s)]
+    if not agreeing or m.correction_cue:
+        return None  # "Brilliant! You're absolutely right." agrees in its second sentence
+    opening = opening[agreeing[0] :]
+    said = [
+        clean(s)
+        for s in split_sentences(prompt)
+        if len(s.split()) >= 3 and not is_scaffolding_sentence(s)
+    ]
+    directing = [k for k, s in enumerate(said) if DIRECTION_HINT.search(_unprefixed(s))]
+    if not directing:
+        return None
+    start = max(0, directing[-1] + 1 - T.DISTILL_ADOPTED_MAX_SENTENCES)
+    said = said[start : directing[-1] + 1]
+    reasoning = []
+    for s in opening:
+        rest = strip_end(AGREEMENT.pattern.sub("", s)).strip(" !.,:;—–-")
+        if len(rest.split()) < 3 or s.endswith(":") or is_scaffolding_sentence(s):
+            continue
+        reasoning.append(rest)
+        if len(reasoning) == T.DISTILL_ADOPTED_MAX_SENTENCES:
+            break
+    if not reasoning:
+        return None
+    quoted = strip_end(" ".join(ensure_period(capitalize_first(s)) for s in said))
+    content = trim_words(
+        f'The user: "{quoted}". The agent agreed: {_join(reasoning)}', T.DISTILL_MAX_MEMORY_CHARS
+    )
+    return _Candidate(
+        "decision",
+        content,
+        _memory_title(said[-1]),
+        [m.ordinal],
+        True,
+        content_terms(content),
+    )
+
+
+def _declined_offer(m: RuleTurn, previous: RuleTurn) -> _Candidate | None:
+    """A bare "no" to the offer that closed the previous outcome ("Want me to swap them
+    anyway?"): keeping things as they are is a decision, for the reason given before the offer."""
+    prompt = clean(m.subject or subject_text(m.turn.prompt))
+    if not DECLINE.search(prompt):
+        return None
+    sentences = [clean(s) for s in split_sentences(answer_text(previous.turn.outcome))]
+    if len(sentences) < 2 or not OFFER.search(sentences[-1]):
+        return None
+    offer = strip_end(sentences[-1])
+    reasons = [
+        s
+        for s in sentences[:-1]
+        if _is_statement(s) and not TABLE_ROW.match(s) and not is_scaffolding_sentence(s)
+    ][-T.DISTILL_ADOPTED_MAX_SENTENCES :]
+    if not reasons:
+        return None
+    own = [clean(s) for s in split_sentences(answer_text(m.turn.outcome))][:1]
+    content = trim_words(
+        f'{_join(reasons)} Asked "{offer}?", the user declined ("{strip_end(prompt)}").'
+        + (f" {_join(own)}" if own else ""),
+        T.DISTILL_MAX_MEMORY_CHARS,
+    )
+    return _Candidate(
+        "decision",
+        content,
+        _memory_title(f"Keep as is: {strip_end(reasons[0])}"),
+        [previous.ordinal, m.ordinal],
+        True,
+        content_terms(content),
+    )
 
 
 def _join(parts: list[str]) -> str:

@@ -22,6 +22,8 @@ class RuleTurn:
     subject: str = ""
     # A new request or problem report that refers to nothing said (segment.py, purpose rule).
     new_request: bool = False
+    # ... of which a problem report ("any idea why", "X is broken").
+    problem_report: bool = False
     # A question that refers to nothing said.
     new_question: bool = False
     # The prompt refers back (a follow-up, a paste, "this change", "still no").

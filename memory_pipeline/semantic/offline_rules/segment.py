@@ -27,6 +27,7 @@ from memory_pipeline.semantic.offline_rules.distill import distill
 from memory_pipeline.semantic.offline_rules.features import RuleTurn
 from memory_pipeline.semantic.offline_rules.patterns import (
     CONTINUATION,
+    DONE_OUTCOME,
     FOLLOW_UP,
     PROBLEM_OPENER,
     QUESTION_WORD,
@@ -49,6 +50,12 @@ from memory_pipeline.semantic.text import (
 def _is_question(subject: str) -> bool:
     first = next(iter(split_sentences(subject)), "")
     return first.endswith("?") or bool(QUESTION_WORD.match(first))
+
+
+def _says_done(outcome: str) -> bool:
+    """The outcome reports the work done (tuning.SEGMENT_DONE_OUTCOME) in its first lines."""
+    lines = [clean(line) for line in outcome.splitlines() if line.strip()]
+    return any(DONE_OUTCOME.search(line) for line in lines[: T.SEGMENT_DONE_SCAN_LINES])
 
 
 class OfflineRulesBackend:
@@ -108,6 +115,7 @@ class OfflineRulesBackend:
                     correction_cue=is_correction(t.prompt),
                     subject=subject,
                     new_request=bool(REQUEST_OPENER.match(head) or PROBLEM_OPENER.match(head)),
+                    problem_report=bool(PROBLEM_OPENER.match(head)),
                     new_question=_is_question(subject),
                     follow_up=follow_up,
                 )
@@ -230,7 +238,12 @@ class OfflineRulesBackend:
         """The purpose rule (tuning: SEGMENT_REQUEST_OPENERS...): a new request, problem report
         or question that refers to nothing said and whose words are mostly new."""
         t = turns[i]
-        if t.follow_up or t.continuation_cue or not (t.new_request or t.new_question):
+        if t.follow_up or t.continuation_cue:
+            return False
+        previous = turns[i - 1].turn
+        if t.problem_report and _says_done(previous.outcome):
+            return True  # a new problem with what was just reported done: a bug hunt
+        if not (t.new_request or t.new_question):
             return False
         words = set(t.prompt_terms)
         known: set[str] = set(content_terms(turns[i - 1].turn.outcome))
