@@ -653,9 +653,9 @@ ENTITY_KNOWN_TOOLS = (
 )
 # Software named in prose ("we drop Redis", "a systemd timer instead of cron"): a reversal needs
 # the dropped choice to be a node both memories mention (issue 34), and offline nothing else
-# finds these. Name -> (type, other names of the same node). Only names that are no ordinary
-# English word or a person's name (never "make", "go", "node", "celery", "flask", "kafka");
-# matched as whole words, any case.
+# finds these. Name -> (type, other names of the same node). Only names that are neither an
+# ordinary English word nor a person's name (so not "make", "go", "node", "celery", "flask",
+# "kafka"); matched as whole words, any case.
 ENTITY_KNOWN_SOFTWARE: dict[str, tuple[str, tuple[str, ...]]] = {
     "redis": ("tool", ()),
     "postgres": ("tool", ("postgresql",)),
