@@ -375,8 +375,9 @@ def _expire_baseless_reversals(conn: psycopg.Connection) -> int:
         " AND r.backend IS NOT NULL AND s.id = r.source_id AND t.id = r.target_id"
         " AND (s.id = t.id OR s.type <> 'decision'"
         "  OR s.created_at < t.created_at"
-        "  OR NOT EXISTS (SELECT 1 FROM memory_entities a JOIN memory_entities b"
-        "   ON b.entity_id = a.entity_id WHERE a.memory_id = s.id AND b.memory_id = t.id))"
+        # Per edge, two index lookups (never a join of every pair of co-mentioning memories).
+        "  OR NOT (ARRAY(SELECT a.entity_id FROM memory_entities a WHERE a.memory_id = s.id)"
+        "   && ARRAY(SELECT b.entity_id FROM memory_entities b WHERE b.memory_id = t.id)))"
     ).rowcount
 
 

@@ -170,6 +170,23 @@ def test_a_reversal_needs_the_dropped_choice_to_be_an_entity_both_mention(conn) 
     assert ("tool", "redis") in shared
 
 
+def test_a_stored_reversal_with_no_shared_subject_is_expired_by_the_next_run(conn) -> None:
+    """An edge an earlier version or another judge wrote, whose memories share no entity, stops
+    holding at the next run even when neither memory is scanned again; history is kept."""
+    old = decision(conn, *BACKUPS, days_ago=30)
+    new = decision(conn, *POSTGRES, days_ago=2)
+    run(conn)
+    conn.execute(
+        "INSERT INTO memory_relationships (source_id, target_id, relation_type, backend)"
+        " VALUES (%s, %s, 'contradicts', 'ollama:some-model')",
+        [new, old],
+    )
+    again = run(conn)
+    assert again.scanned == 0 and again.expired == {"contradicts": 1}
+    assert [(s, t) for s, t, *_ in edges(conn, "contradicts", live=False)] == [(new, old)]
+    assert run(conn).expired == {}  # and nothing more the time after
+
+
 def test_rerun_adds_nothing_and_an_edge_that_stops_holding_is_expired(conn) -> None:
     old = decision(conn, *REDIS, days_ago=30)
     new = decision(conn, *POSTGRES, days_ago=2)
