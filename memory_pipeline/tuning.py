@@ -665,6 +665,7 @@ ENTITY_CONFIDENCE = {
     "project": 1.0,
     "alias": 0.9,
     "command": 0.9,
+    "vocabulary": 0.9,
     "pattern": 0.7,
 }
 # Speakers that name a role, not a person: never a person node.
@@ -710,6 +711,56 @@ ENTITY_KNOWN_TOOLS = (
     "nginx",
     "jq",
 )
+# Software named in prose ("we drop Redis", "a systemd timer instead of cron"): a reversal needs
+# the dropped choice to be a node both memories mention (issue 34), and offline nothing else
+# finds these. Name -> (type, other names of the same node). Only names that are neither an
+# ordinary English word nor a person's name (so not "make", "go", "node", "celery", "flask",
+# "kafka"); matched as whole words, any case.
+ENTITY_KNOWN_SOFTWARE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "redis": ("tool", ()),
+    "postgres": ("tool", ("postgresql",)),
+    "mysql": ("tool", ("mariadb",)),
+    "sqlite": ("tool", ("sqlite3",)),
+    "mongodb": ("tool", ()),
+    "duckdb": ("tool", ()),
+    "clickhouse": ("tool", ()),
+    "elasticsearch": ("tool", ("opensearch",)),
+    "memcached": ("tool", ()),
+    "rabbitmq": ("tool", ()),
+    "nginx": ("tool", ()),
+    "traefik": ("tool", ()),
+    "haproxy": ("tool", ()),
+    "docker": ("tool", ()),
+    "podman": ("tool", ()),
+    "kubernetes": ("tool", ("k8s",)),
+    "k3s": ("tool", ()),
+    "terraform": ("tool", ()),
+    "ansible": ("tool", ()),
+    "prometheus": ("tool", ()),
+    "alertmanager": ("tool", ()),
+    "grafana": ("tool", ()),
+    "node_exporter": ("tool", ()),
+    "zfs_exporter": ("tool", ()),
+    "cron": ("tool", ("crontab",)),
+    "systemd": ("tool", ()),
+    "wireguard": ("tool", ()),
+    "tailscale": ("tool", ()),
+    "pgbackrest": ("tool", ()),
+    "pgbouncer": ("tool", ()),
+    "wal-g": ("tool", ()),
+    "restic": ("tool", ()),
+    "borgbackup": ("tool", ()),
+    "minio": ("tool", ()),
+    "gitea": ("tool", ()),
+    "django": ("package", ()),
+    "fastapi": ("package", ()),
+    "sqlalchemy": ("package", ()),
+    "pandas": ("package", ()),
+    "pydantic": ("package", ()),
+    "mmap": ("package", ("memmap2",)),
+    "memchr": ("package", ()),
+    "tokio": ("package", ()),
+}
 # Longest alias scanned, in words ("New York City", "Bayview Institute of Art").
 ENTITY_ALIAS_MAX_WORDS = 4
 # Aliases shorter than this are never scanned (initials and two-letter words match anything).

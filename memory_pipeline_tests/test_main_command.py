@@ -106,9 +106,10 @@ def test_rerunning_the_main_command_changes_nothing(home: Path, first_run) -> No
 def test_dream_cycle_retires_the_reversed_decisions(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]
     # The run says what the cycle did (numbers of its asset metadata).
     (line,) = [x for x in first_run.stderr.splitlines() if x.strip().startswith("dream_cycle:")]
-    # Three changes of the demo, plus "Changed since" for the ZFS alerts ("instead of a separate
-    # zfs_exporter"), which names no earlier choice: a false reversal, open in issue 34.
-    assert "accepted=4" in line and "memories_superseded=2" in line, line
+    # The demo's three changes, and nothing for the ZFS alerts: "instead of a separate
+    # zfs_exporter" names an alternative no earlier memory chose (issue 34: a reversal needs a
+    # subject entity both memories mention, and the newer one must drop it).
+    assert "accepted=3" in line and "memories_superseded=2" in line, line
     url = EmbeddedServer(home / "pgdata").uri("memory")
     with psycopg.connect(url) as conn:
         superseded = conn.execute(
@@ -133,7 +134,7 @@ def test_dream_cycle_retires_the_reversed_decisions(home: Path, first_run) -> No
         dream = conn.execute(
             "SELECT metadata -> 'quotes', tags FROM memories WHERE source_type = 'dream_cycle'"
         ).fetchall()
-        assert len(dream) == 4 and all(quotes and "dream-cycle" in tags for quotes, tags in dream)
+        assert len(dream) == 3 and all(quotes and "dream-cycle" in tags for quotes, tags in dream)
 
 
 def test_search_json_carries_native_provenance(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,12 @@ exactly what an active dream memory already rests on restates it and is dropped.
 is dropped, and corroborates that memory when it rests on other evidence than the memory itself
 does; a proposal the user rejected or that was deferred twice is dropped. Contradiction slices
 and SUPERSEDE candidates are never dropped as restatements: they always reach the panel.
-Everything removed is counted by reason.
+A candidate never combines memories of unrelated tasks (issue 34): when what it rests on comes
+from two or more tasks that share no memory, those tasks' memories must all mention one subject
+entity (a node of the entity stage), or it is dropped, whatever its operation or strategy (a
+recurring correction of three sessions about three things; a reversal edge another judge wrote).
+A memory of no task (a document passage) is not of an unrelated task. Everything removed is
+counted by reason.
 
 The panel votes on a proposal once per state of its evidence: a proposal (by fingerprint) whose
 latest vote was REJECTED is dropped while none of the memories it names (what it rests on, its
@@ -147,6 +152,9 @@ def candidates(
         if fp in feedback.rejected_for_good:
             report.removed["candidate_deferred_twice"] += 1
             continue
+        if unrelated_tasks(conn, c.draft.rests_on):
+            report.removed["candidate_unrelated_tasks"] += 1
+            continue
         if fp in by_fingerprint:
             report.removed["candidate_restates_memory"] += 1
             _corroborate(conn, report, by_fingerprint[fp], c.draft.rests_on)
@@ -172,6 +180,35 @@ def candidates(
                 continue
         kept.append(c)
     return kept
+
+
+def unrelated_tasks(conn: psycopg.Connection, memory_ids: Iterable[str]) -> bool:
+    """Whether the memories come from tasks that share neither a memory nor a subject entity:
+    the tasks are grouped (two memories of one task join their groups), and every group must
+    mention one common entity."""
+    ids = _memory_ids(memory_ids)
+    rows = conn.execute(
+        "SELECT m.id::text,"
+        " coalesce((SELECT array_agg(DISTINCT p.task_id::text) FROM memory_provenance p"
+        "  WHERE p.memory_id = m.id AND p.task_id IS NOT NULL), '{}'),"
+        " coalesce((SELECT array_agg(DISTINCT e.entity_id::text) FROM memory_entities e"
+        "  WHERE e.memory_id = m.id), '{}')"
+        " FROM memories m WHERE m.id = ANY(%s::uuid[])",
+        [ids],
+    ).fetchall()
+    groups: list[tuple[set[str], set[str]]] = []  # (tasks, entities mentioned) per group
+    for _, tasks, entities in rows:
+        if not tasks:
+            continue
+        tasks, entities = set(tasks), set(entities)
+        for g in [g for g in groups if g[0] & tasks]:
+            groups.remove(g)
+            tasks |= g[0]
+            entities |= g[1]
+        groups.append((tasks, entities))
+    if len(groups) < 2:
+        return False
+    return not set.intersection(*(g[1] for g in groups))
 
 
 def _latest_votes(

@@ -7,6 +7,9 @@ Plain functions over text, no database and no model:
   (`host:...`), package names from install commands and imports (`package:...`), and tools as
   the first word of a backticked command (`tool:...`). Two texts naming the same key name the
   same node, with no model and no review.
+- `software`: well-known software named in prose ("we drop Redis", "instead of cron"), from the
+  closed vocabulary ENTITY_KNOWN_SOFTWARE, keyed like a command's tool (`tool:redis`) or an
+  installed package (`package:mmap`).
 - `speaker_person`: a turn's speaker, a person keyed by the name (`person:<name>`), unless the
   speaker is a role ("User", "Agent").
 - `named`: names found by their phrasing ("my friend Victor", "moved to Lisbon", "works at
@@ -276,6 +279,35 @@ def commands(text: str) -> Iterator[Found]:
         if tool in tuning.ENTITY_KNOWN_TOOLS and tool not in seen:
             seen.add(tool)
             yield Found("tool", tool, m.group(0), "command", (f"tool:{tool}",), (tool,))
+
+
+# Every name of a known software node -> the node's name.
+_SOFTWARE_NAME = {
+    alias: name
+    for name, (_, others) in tuning.ENTITY_KNOWN_SOFTWARE.items()
+    for alias in (name, *others)
+}
+_SOFTWARE = re.compile(
+    r"(?<![\w-])("
+    + "|".join(re.escape(a) for a in sorted(_SOFTWARE_NAME, key=lambda a: (-len(a), a)))
+    + r")(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def software(text: str) -> Iterator[Found]:
+    """Known software named anywhere in the text, once per node, in text order."""
+    seen: set[str] = set()
+    for m in _SOFTWARE.finditer(text):
+        name = _SOFTWARE_NAME[m.group(1).lower()]
+        if name in seen:
+            continue
+        seen.add(name)
+        category, others = tuning.ENTITY_KNOWN_SOFTWARE[name]
+        key = name.replace("_", "-") if category == "package" else name
+        yield Found(
+            category, name, m.group(1), "vocabulary", (f"{category}:{key}",), (name, *others)
+        )
 
 
 def speaker_person(speaker: str | None) -> Found | None:

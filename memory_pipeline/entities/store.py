@@ -153,6 +153,7 @@ def extract_window(
 
 def _deterministic(item: Item) -> list[Found]:
     out = extract.identifiers(item.text)
+    out.extend(extract.software(item.text))
     for speaker in item.speakers:
         if (found := extract.speaker_person(speaker)) is not None:
             out.append(found)

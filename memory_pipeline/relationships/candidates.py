@@ -19,9 +19,17 @@ from psycopg import sql
 
 from memory_pipeline import tuning
 from memory_pipeline.relationships.models import Memory
+from memory_pipeline.semantic.text import content_terms
 
 # The text a scan is keyed on: the memory's title and content (what its vector embeds).
 SCAN_SHA_SQL = "encode(sha256(convert_to(m.title || E'\\n' || m.content, 'UTF8')), 'hex')"
+# The entity nodes a memory mentions, as a scan is keyed on them (sql/040): a reversal needs a
+# subject entity both memories mention, so a memory whose mentions changed is scanned again.
+ENTITY_SHA_SQL = (
+    "(SELECT encode(sha256(convert_to(coalesce(string_agg(DISTINCT me.entity_id::text, ','"
+    " ORDER BY me.entity_id::text), ''), 'UTF8')), 'hex')"
+    " FROM memory_entities me WHERE me.memory_id = m.id)"
+)
 # Archived and user-rejected memories are out of play; a superseded one keeps its history.
 LINKED_STATUSES = "('active', 'explored', 'superseded')"
 HNSW_EF_SEARCH = 100  # candidates the index keeps per probe: above RELATIONSHIP_NEIGHBOURS
@@ -30,8 +38,22 @@ HNSW_EF_SEARCH = 100  # candidates the index keeps per probe: above RELATIONSHIP
 _MEMORY_COLUMNS = (
     "m.id, m.type, m.title, m.content, m.project, m.created_at,"
     " coalesce((SELECT array_agg(DISTINCT p.task_id) FROM memory_provenance p"
-    " WHERE p.memory_id = m.id), '{}')"
+    " WHERE p.memory_id = m.id), '{}'),"
+    " (SELECT coalesce(jsonb_agg(jsonb_build_array(e.id, e.name,"
+    "  (SELECT coalesce(jsonb_agg(a.alias), '[]') FROM entity_aliases a"
+    "   WHERE a.entity_id = e.id))), '[]')"
+    "  FROM entities e WHERE e.id IN (SELECT me.entity_id FROM memory_entities me"
+    "  WHERE me.memory_id = m.id))"
 )
+
+
+def _entities(value: object) -> tuple[tuple[UUID, frozenset[str]], ...]:
+    """(node, head words of its names) for each node a memory mentions, by node id."""
+    out = []
+    for node, name, aliases in value or []:  # type: ignore[attr-defined]
+        words = {w for alias in (name, *aliases) for w in content_terms(alias)[:1]}
+        out.append((UUID(node), frozenset(words)))
+    return tuple(sorted(out, key=lambda e: str(e[0])))
 
 
 def _memory(row: Sequence[object]) -> Memory:
@@ -43,19 +65,22 @@ def _memory(row: Sequence[object]) -> Memory:
         project=row[4],  # type: ignore[arg-type]
         created_at=row[5],  # type: ignore[arg-type]
         task_ids=frozenset(row[6]),  # type: ignore[arg-type]
+        entities=_entities(row[7]),
     )
 
 
 def pending_memories(
     conn: psycopg.Connection, start: date, end: date, space: str | None, backend: str
 ) -> list[Memory]:
-    """The window's memories whose scan is missing or stale, oldest first."""
+    """The window's memories whose scan is missing or stale (text, entity mentions, judge or
+    space changed), oldest first."""
     rows = conn.execute(
         f"SELECT {_MEMORY_COLUMNS} FROM memories m"
         " LEFT JOIN relationship_scans s ON s.memory_id = m.id"
         " WHERE m.partition_day >= %s AND m.partition_day < %s AND m.type = ANY(%s)"
         f" AND m.status IN {LINKED_STATUSES}"
         f" AND (s.memory_id IS NULL OR s.content_sha256 <> {SCAN_SHA_SQL}"
+        f" OR s.entities_sha256 IS DISTINCT FROM {ENTITY_SHA_SQL}"
         " OR s.backend <> %s OR s.space IS DISTINCT FROM %s)"
         " ORDER BY m.created_at, m.id",
         [start, end, list(tuning.RELATIONSHIP_TYPES), backend, space],

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from memory_pipeline.embedding.definitions import memory_embeddings
+from memory_pipeline.entities.definitions import memory_entities
 from memory_pipeline.partitions import daily, single_run
 from memory_pipeline.relationships.judges import judge_for
 from memory_pipeline.relationships.store import discover_window
@@ -14,7 +15,8 @@ JUDGE_FAILURES_CHECK = "no_failed_judgements"
 @dg.asset(
     partitions_def=daily,
     backfill_policy=single_run,
-    deps=[memory_embeddings],
+    # After the entities: a reversal needs a subject entity both memories mention.
+    deps=[memory_embeddings, memory_entities],
     group_name="relationships",
     kinds={"postgres", "pgvector", "ollama"},
     pool="llm",
@@ -25,9 +27,12 @@ JUDGE_FAILURES_CHECK = "no_failed_judgements"
         "related_to (close vector neighbours, with the cosine), duplicate_of (the same statement "
         "from another task: search shows the kept memory with its observation count), and "
         "judged edges (contradicts, supports, extends, requires, blocks, inspires) from the "
-        "Ollama model of the semantic pass, or offline rules that find reversed decisions. "
-        "Idempotent: a memory is linked again only when its text, the judge or the serving "
-        "space changed; an edge that stops holding gets expired_at, never a delete."
+        "Ollama model of the semantic pass, or offline rules that find reversed decisions; "
+        "a reversal (contradicts) needs a newer decision and a subject entity both memories "
+        "mention, so the step runs after the entity mentions. "
+        "Idempotent: a memory is linked again only when its text, its entity mentions, the "
+        "judge or the serving space changed; an edge that stops holding gets expired_at, "
+        "never a delete."
     ),
 )
 def memory_relationships(

@@ -5,10 +5,13 @@ claims `contradicts`, and only for a pattern it can check: a newer decision carr
 cue naming a term ("instead of X", "drop X", "switch from X to Y", "no longer ... X",
 "replace X with Y", "revert X", "move ... from X to Y"), and an older decision states that term
 as something it chose (it names X and does not itself reverse X); the older side may also be a
-segment of another task, where a choice the semantic pass did not distil is recorded. The two
-must share their subject besides X: JUDGE_SHARED_SUBJECT_TERMS content words in common and the
-cosine JUDGE_SHARED_SUBJECT_SIMILARITY (a generic dropped word such as "edit" or "separate"
-otherwise links unrelated memories). The edge reads "newer contradicts older", with the cue as its
+segment of another task, where a choice the semantic pass did not distil is recorded. X must be
+a subject entity both memories mention (a node of the entity stage, matched by the head word of
+one of its names: "Redis", "cron"): "instead of a separate zfs_exporter" names an alternative,
+and when no earlier memory mentions a zfs_exporter node, nothing was reversed, however many
+words a memory about "a separate rule file" shares with it (issue 34). The two must also share
+their subject besides X: JUDGE_SHARED_SUBJECT_TERMS content words in common and the cosine
+JUDGE_SHARED_SUBJECT_SIMILARITY. The edge reads "newer contradicts older", with the cue as its
 evidence; turning the older decision into `superseded` is the dream cycle's call.
 """
 
@@ -46,9 +49,10 @@ def reversed_terms(*texts: str) -> list[tuple[set[str], str]]:
     for sentence in (s for text in texts for s in split_sentences(text)):
         for cue in _CUES:
             for match in cue.finditer(sentence):
+                # The first two words: "a separate zfs_exporter" drops the zfs_exporter.
                 terms = content_terms(match.group("old"))[:2]
                 if terms:
-                    found.append((set(terms[:1]), sentence.strip()))
+                    found.append((set(terms), sentence.strip()))
     return found
 
 
@@ -84,8 +88,11 @@ def reversal(pair: Pair) -> Edge | None:
     """`newer contradicts older` when the newer decision reverses what the older one chose."""
     if pair.newer.type != "decision" or pair.older.type not in ("decision", "segment"):
         return None
+    subjects = pair.newer.shared_subject_words(pair.older)
+    if not subjects:
+        return None
     for terms, sentence in reversed_terms(pair.newer.content):
-        for term in sorted(terms):
+        for term in sorted(terms & subjects):
             if _affirms(pair.older, term) and _shared_subject(pair, term):
                 evidence = sentence[: tuning.RELATIONSHIP_EVIDENCE_CHARS]
                 return Edge(

@@ -25,14 +25,38 @@ class Memory:
     project: str | None
     created_at: datetime
     task_ids: frozenset[UUID] = frozenset()
+    # The entity nodes it mentions (the entity stage's), each with the stemmed head word of
+    # every name it goes by ("redi" for Redis): what a reversal's dropped choice is matched to.
+    entities: tuple[tuple[UUID, frozenset[str]], ...] = ()
 
     @property
     def text(self) -> str:
         return f"{self.title}\n{self.content}"
 
+    @property
+    def entity_ids(self) -> frozenset[UUID]:
+        return frozenset(e for e, _ in self.entities)
+
+    def shared_subject_words(self, other: Memory) -> frozenset[str]:
+        """The head words of the entities both memories mention."""
+        shared = self.entity_ids & other.entity_ids
+        return frozenset(w for e, words in self.entities if e in shared for w in words)
+
     def newer_than(self, other: Memory) -> bool:
         """The order edges are directed by: creation time, then id (never a tie)."""
         return (self.created_at, str(self.id)) > (other.created_at, str(other.id))
+
+
+def reversal_allowed(newer: Memory, older: Memory) -> bool:
+    """A reversal (`newer contradicts older`), whichever judge says so: two distinct memories,
+    the newer one a decision, and a subject entity both mention (issue 34). Anything else is a
+    decision naming an alternative, or two unrelated memories that embed close."""
+    return (
+        newer.id != older.id
+        and newer.type == "decision"
+        and newer.newer_than(older)
+        and bool(newer.entity_ids & older.entity_ids)
+    )
 
 
 @dataclass(frozen=True)

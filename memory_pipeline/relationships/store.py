@@ -1,8 +1,11 @@
 """One discovery run over a window of days: propose edges, write them, expire what stopped
 holding, fold near-duplicates, and mark the memories scanned.
 
-Idempotent: a memory is scanned again only when its text, the judge or the serving space
-changed (`relationship_scans`), so re-running a day adds nothing and calls no model. When a memory
+Idempotent: a memory is scanned again only when its text, its entity mentions, the judge or the
+serving space changed (`relationship_scans`), so re-running a day adds nothing and calls no
+model. A `contradicts` edge, whichever judge proposes it, holds only between two memories of
+which the newer is a decision and both mention a subject entity (models.reversal_allowed):
+judged pairs are gated, and live edges that fail the test are expired. When a memory
 is scanned, every live discovery edge touching it is re-checked: derived_from against its
 provenance, related_to against the current cosine, duplicate_of against the near-duplicate test,
 and judged edges against the judge's new verdict on that pair (or the candidate threshold when the
@@ -32,6 +35,7 @@ from memory_pipeline.relationships.models import (
     JudgeFailure,
     Memory,
     Pair,
+    reversal_allowed,
 )
 
 
@@ -94,6 +98,10 @@ def discover_window(
         [start, end, list(tuning.RELATIONSHIP_TYPES)],
     ).fetchone()[0]  # type: ignore[index]
     report.skipped_current = total - len(pending)
+    with conn.transaction():
+        swept = _expire_baseless_reversals(conn)
+    if swept:
+        report.expired = {"contradicts": swept}
     if not pending:
         report.live = live_counts(conn)
         return report
@@ -111,7 +119,7 @@ def discover_window(
             _pair_key(p) for p in pairs if p.newer.id not in failed and p.older.id not in failed
         }
         by_memory = {s.memory.id: s for s in scans}
-        for edge in judgement.edges:
+        for edge in _gated(judgement.edges, pairs):
             for end_id in (edge.source_id, edge.target_id):
                 if end_id in by_memory:
                     by_memory[end_id].edges.append(edge)
@@ -132,6 +140,8 @@ def discover_window(
         _mark_scanned(conn, done, space_name, judge.name)
     report.scanned = len(scans)
     report.added = dict(added)
+    if swept:
+        expired["contradicts"] += swept
     report.expired = dict(expired)
     report.live = live_counts(conn)
     say(
@@ -239,6 +249,20 @@ def _judge_pairs(scans: Sequence[_Scan]) -> list[Pair]:
     return list(pairs.values())
 
 
+def _gated(edges: Sequence[Edge], pairs: Sequence[Pair]) -> list[Edge]:
+    """A judge's edges less the reversals that are none (models.reversal_allowed): whatever a
+    judge says, `contradicts` needs a newer decision and a subject entity both mention."""
+    memories = {m.id: m for p in pairs for m in (p.newer, p.older)}
+    out = []
+    for e in edges:
+        if e.relation_type == "contradicts":
+            newer, older = memories.get(e.source_id), memories.get(e.target_id)
+            if newer is None or older is None or not reversal_allowed(newer, older):
+                continue
+        out.append(e)
+    return out
+
+
 def _judgeable(a: Memory, b: Memory) -> bool:
     """Distilled memories are judged against each other; a decision also against an older
     segment of another task (a choice the semantic pass did not distil on its own)."""
@@ -318,6 +342,8 @@ def _expire(
             stop = sim is None or not structural.related_holds(sim)
         elif kind == "duplicate_of":
             stop = source == m.id  # the copy's scan decides what it duplicates
+        elif kind == "contradicts" and not _reversal_holds(conn, m, other, source):
+            stop = True  # no judge can vouch for a reversal with no shared subject entity
         elif kind in JUDGED_TYPES:
             if backend != judge.name:
                 stop = False
@@ -339,6 +365,30 @@ def _expire(
     return gone
 
 
+def _expire_baseless_reversals(conn: psycopg.Connection) -> int:
+    """Expire every live discovered `contradicts` edge that models.reversal_allowed refuses
+    (the same test in SQL), wherever it came from: an edge of an earlier version or of another
+    judge whose memories were not scanned this run. A no-op once none is left."""
+    return conn.execute(
+        "UPDATE memory_relationships r SET expired_at = now() FROM memories s, memories t"
+        " WHERE r.relation_type = 'contradicts' AND r.expired_at IS NULL"
+        " AND r.backend IS NOT NULL AND s.id = r.source_id AND t.id = r.target_id"
+        " AND (s.id = t.id OR s.type <> 'decision'"
+        "  OR s.created_at < t.created_at"
+        # Per edge, two index lookups (never a join of every pair of co-mentioning memories).
+        "  OR NOT (ARRAY(SELECT a.entity_id FROM memory_entities a WHERE a.memory_id = s.id)"
+        "   && ARRAY(SELECT b.entity_id FROM memory_entities b WHERE b.memory_id = t.id)))"
+    ).rowcount
+
+
+def _reversal_holds(conn: psycopg.Connection, m: Memory, other_id: UUID, source: UUID) -> bool:
+    other = candidates.load_memories(conn, [other_id]).get(other_id)
+    if other is None:
+        return False
+    newer, older = (m, other) if source == m.id else (other, m)
+    return reversal_allowed(newer, older)
+
+
 def _still_judged(
     conn: psycopg.Connection,
     judge: Judge,
@@ -351,7 +401,8 @@ def _still_judged(
     if other is None:
         return False
     newer, older = (m, other) if m.newer_than(other) else (other, m)
-    found = judge.judge([Pair(newer, older, sim or 0.0)]).edges
+    pair = Pair(newer, older, sim or 0.0)
+    found = _gated(judge.judge([pair]).edges, [pair])
     return any(e.key == (str(edge[0]), str(edge[1]), edge[2]) for e in found)
 
 
@@ -361,10 +412,12 @@ def _mark_scanned(
     if not ids:
         return
     conn.execute(
-        "INSERT INTO relationship_scans (memory_id, content_sha256, space, backend)"
-        f" SELECT m.id, {candidates.SCAN_SHA_SQL}, %s, %s FROM memories m WHERE m.id = ANY(%s)"
+        "INSERT INTO relationship_scans (memory_id, content_sha256, entities_sha256, space,"
+        f" backend) SELECT m.id, {candidates.SCAN_SHA_SQL}, {candidates.ENTITY_SHA_SQL}, %s, %s"
+        " FROM memories m WHERE m.id = ANY(%s)"
         " ON CONFLICT (memory_id) DO UPDATE SET content_sha256 = EXCLUDED.content_sha256,"
-        " space = EXCLUDED.space, backend = EXCLUDED.backend, scanned_at = now()",
+        " entities_sha256 = EXCLUDED.entities_sha256, space = EXCLUDED.space,"
+        " backend = EXCLUDED.backend, scanned_at = now()",
         [space, judge_name, list(ids)],
     )
 

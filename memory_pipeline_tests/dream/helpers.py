@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +11,7 @@ import psycopg
 from memory_pipeline.dream.cycle import DreamConfig, DreamReport, run_dream_cycle
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.embedding.minilm import get_minilm
+from memory_pipeline.entities.store import extract_window
 from memory_pipeline_tests.support.memories import add_memory, add_vector
 
 SPACE = "local:all-minilm-l6-v2:384"
@@ -88,6 +89,9 @@ def run(
     embedder: Embedder | None = None,
     **config: object,
 ) -> DreamReport:
+    """A dream run after the entity stage, as the daily job orders them (the cycle reads which
+    memories share a subject entity)."""
+    extract_window(conn, date(2000, 1, 1), date(2100, 1, 1))
     return run_dream_cycle(
         conn,
         run_type=run_type,

@@ -12,6 +12,7 @@ from memory_pipeline.entities.extract import (
     identifiers,
     named,
     normal,
+    software,
     speaker_person,
 )
 
@@ -84,10 +85,32 @@ def test_alias_scan_takes_the_longest_match() -> None:
     assert spans == [("victor hugo", "Victor Hugo"), ("victor", "Victor's")]
 
 
+def test_known_software_named_in_prose() -> None:
+    """What decisions choose and drop ("we drop Redis", "instead of cron"), one node per thing
+    whatever its spelling; a word inside a longer name (django-redis) or an ordinary word
+    ("the node", "make sure") is none."""
+    text = (
+        "We drop Redis and keep the limits in PostgreSQL; django-redis stays as the cache. "
+        "A systemd timer replaces the cron entry, Postgres keeps the buckets, and `&mmap` goes: "
+        "make sure the node has memmap2 removed."
+    )
+    found = {(f.category, f.name): f for f in software(text)}
+    assert set(found) == {
+        ("tool", "redis"),
+        ("tool", "postgres"),
+        ("tool", "systemd"),
+        ("tool", "cron"),
+        ("package", "mmap"),
+    }
+    assert found[("tool", "postgres")].identifiers == ("tool:postgres",)
+    assert found[("tool", "postgres")].surface == "PostgreSQL"  # the first spelling met
+    assert found[("package", "mmap")].aliases == ("mmap", "memmap2")
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=400))
 def test_any_text_extracts_only_closed_types(text: str) -> None:
-    found = [*identifiers(text), *named(text)]
+    found = [*identifiers(text), *named(text), *software(text)]
     assert all(f.category in tuning.ENTITY_TYPES for f in found)
     assert all(0 <= f.confidence <= 1 for f in found)
     alias_spans(text, {normal(f.name) for f in found})

@@ -19,6 +19,7 @@ from memory_pipeline.db.connection import connect
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embedding_text, text_sha256
+from memory_pipeline.entities.store import extract_window
 from memory_pipeline.relationships.evaluation import (
     DEMO_RELATIONSHIPS_GOLD,
     evaluate,
@@ -67,6 +68,7 @@ def test_offline_discovery_meets_the_gold_floors_on_the_demo_corpus(conn, reader
 
     process_window(conn, OfflineRulesBackend(embedder=get_minilm()), START, END, 0)
     embed_memories(conn)
+    extract_window(conn, START, END)  # the ingest job's order: entities before edges
     report = discover_window(conn, OfflineJudge(), START, END)
     assert report.scanned > 100 and not report.failures
 

@@ -16,6 +16,7 @@ from memory_pipeline import tuning
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
+from memory_pipeline.entities.store import extract_window
 from memory_pipeline.relationships.flags import memory_flags
 from memory_pipeline.relationships.judge_offline import OfflineJudge
 from memory_pipeline.relationships.store import discover_window
@@ -69,7 +70,9 @@ def decision(conn: psycopg.Connection, title: str, content: str, days_ago: int, 
 
 
 def run(conn: psycopg.Connection):
+    """The day's steps as the ingest job orders them: vectors, entities, then edges."""
     embed_window(conn, get_minilm(), START, END)
+    extract_window(conn, START, END)
     return discover_window(conn, OfflineJudge(), START, END)
 
 
@@ -118,6 +121,70 @@ def test_offline_judge_finds_the_reversal_with_direction_and_evidence(conn) -> N
     assert [(s, t) for s, t, *_ in contradicts] == [(new, old)]  # newer -> older, stored once
     evidence, backend = contradicts[0][3], contradicts[0][4]
     assert "redi" in evidence and "drop Redis" in evidence and backend == "offline-rules"
+
+
+def test_a_decision_naming_an_alternative_reverses_nothing(conn) -> None:
+    """Issue 34: "instead of a separate zfs_exporter" names an alternative nobody chose. An older
+    memory of the same project that says "separate" (about something else) is no reversed
+    choice: the two share no subject entity that the newer decision drops."""
+    older = decision(
+        conn,
+        "Alert on failed pgBackRest backups from a separate rule file",
+        "We'll alert on failed pgBackRest backups of the homelab Postgres with Prometheus rules "
+        "kept in a separate rule file, deployed and updated with the other homelab alerts.",
+        days_ago=30,
+        project="homelab",
+    )
+    newer = decision(
+        conn,
+        "Use node_exporter's ZFS collector for the homelab pool alerts",
+        "We'll use node_exporter's built-in ZFS collector plus a textfile collector for scrub "
+        "results instead of a separate zfs_exporter: one service less to deploy and update "
+        "on the homelab, and the pool alerts run as Prometheus rules.",
+        days_ago=2,
+        project="homelab",
+    )
+    run(conn)
+    assert edges(conn, "contradicts") == []
+    # They do share entities (their project, Prometheus): what the newer decision drops must be
+    # one of them, and the dropped "separate" or zfs_exporter is none.
+    shared = conn.execute(
+        "SELECT e.name FROM memory_entities a JOIN memory_entities b USING (entity_id)"
+        " JOIN entities e ON e.id = a.entity_id WHERE a.memory_id = %s AND b.memory_id = %s",
+        [older, newer],
+    ).fetchall()
+    assert {n for (n,) in shared} == {"homelab", "prometheus"}
+
+
+def test_a_reversal_needs_the_dropped_choice_to_be_an_entity_both_mention(conn) -> None:
+    old = decision(conn, *REDIS, days_ago=30)
+    new = decision(conn, *POSTGRES, days_ago=2)
+    run(conn)
+    assert [(s, t) for s, t, *_ in edges(conn, "contradicts")] == [(new, old)]
+    shared = conn.execute(
+        "SELECT e.category, e.name FROM memory_entities a JOIN memory_entities b"
+        " USING (entity_id) JOIN entities e ON e.id = a.entity_id"
+        " WHERE a.memory_id = %s AND b.memory_id = %s ORDER BY 2",
+        [old, new],
+    ).fetchall()
+    assert ("tool", "redis") in shared
+
+
+def test_a_stored_reversal_with_no_shared_subject_is_expired_by_the_next_run(conn) -> None:
+    """An edge an earlier version or another judge wrote, whose memories share no entity, stops
+    holding at the next run even when neither memory is scanned again; history is kept."""
+    old = decision(conn, *BACKUPS, days_ago=30)
+    new = decision(conn, *POSTGRES, days_ago=2)
+    run(conn)
+    conn.execute(
+        "INSERT INTO memory_relationships (source_id, target_id, relation_type, backend)"
+        " VALUES (%s, %s, 'contradicts', 'ollama:some-model')",
+        [new, old],
+    )
+    again = run(conn)
+    assert again.scanned == 0 and again.expired == {"contradicts": 1}
+    assert [(s, t) for s, t, *_ in edges(conn, "contradicts", live=False)] == [(new, old)]
+    assert run(conn).expired == {}  # and nothing more the time after
 
 
 def test_rerun_adds_nothing_and_an_edge_that_stops_holding_is_expired(conn) -> None:
@@ -333,3 +400,13 @@ def test_eval_prints_precision_and_recall_per_edge_type(
     )
     assert result.exit_code == 0, result.output
     assert "| contradicts | offline-rules | 1 | 1 | 1.000 | 1 | 1.000 | 0 |" in result.output
+
+
+def test_the_ingest_job_finds_entities_before_it_links() -> None:
+    """A reversal needs a subject entity both memories mention: in the ingest job (one process,
+    steps in dependency order) the entity mentions are written before the edges are judged."""
+    import dagster as dg
+
+    from memory_pipeline.relationships.definitions import memory_relationships
+
+    assert dg.AssetKey("memory_entities") in memory_relationships.dependency_keys

@@ -11,11 +11,19 @@ from uuid import uuid4
 from memory_pipeline import tuning
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.store import embed_window
+from memory_pipeline.entities.store import extract_window
 from memory_pipeline.relationships.judge_ollama import OllamaJudge
 from memory_pipeline.relationships.judges import judge_for
 from memory_pipeline.relationships.models import Memory, Pair
 from memory_pipeline.relationships.store import discover_window
-from memory_pipeline_tests.relationships.test_discovery import END, POSTGRES, REDIS, START, decision
+from memory_pipeline_tests.relationships.test_discovery import (
+    BACKUPS,
+    END,
+    POSTGRES,
+    REDIS,
+    START,
+    decision,
+)
 from memory_pipeline_tests.support.fake_ollama import (
     DEFAULT_CHAT_MODEL,
     Delay,
@@ -101,6 +109,7 @@ def test_a_failed_judgement_is_retried_by_the_next_run(conn) -> None:
     old = decision(conn, *REDIS, days_ago=30)
     new = decision(conn, *POSTGRES, days_ago=2)
     embed_window(conn, get_minilm(), START, END)
+    extract_window(conn, START, END)
     with running_fake_ollama() as fake:
         judge = judge_for(fake.host, DEFAULT_CHAT_MODEL, 5)
         assert isinstance(judge, OllamaJudge)
@@ -120,6 +129,27 @@ def test_a_failed_judgement_is_retried_by_the_next_run(conn) -> None:
         " WHERE relation_type = 'contradicts'"
     ).fetchone()
     assert row == (new, old, f"ollama:{DEFAULT_CHAT_MODEL}")
+
+
+def test_a_models_reversal_without_a_shared_subject_entity_is_not_stored(conn) -> None:
+    """Whatever the model says, `contradicts` needs a newer decision and a subject entity both
+    memories mention (issue 34): the photo-share backups and the rate limiter share none."""
+    decision(conn, *BACKUPS, days_ago=30)
+    decision(
+        conn,
+        "Drop the nightly photo-share job and rate limit the API instead",
+        "Decision: we drop the nightly job for the photo share and rate limit the API "
+        "per key instead, because the bucket filled up.",
+        days_ago=2,
+    )
+    embed_window(conn, get_minilm(), START, END)
+    extract_window(conn, START, END)
+    with running_fake_ollama() as fake:
+        judge = judge_for(fake.host, DEFAULT_CHAT_MODEL, 5)
+        fake.script_chat(verdicts({"pair": 0, "relation": "contradicts", "evidence": "drop"}))
+        report = discover_window(conn, judge, START, END)
+        assert report.pairs_judged == 1 and len(fake.chat_requests) == 1
+    assert "contradicts" not in report.added and not report.failures
 
 
 def test_without_a_reachable_model_the_offline_rules_judge() -> None:
