@@ -165,7 +165,7 @@ def test_bad_files_are_isolated_and_recorded(conn, tmp_path: Path) -> None:
     write(inbox / "binary.md", os.urandom(2048) + b"\x00")
     write(inbox / "cut.html", b"<html><head><title>Half")
     with (inbox / "huge.txt").open("wb") as fh:
-        fh.truncate(1024**3)  # sparse 1 GB: refused from its size
+        fh.truncate(1024**3 + 1)  # sparse, above 1 GiB: refused from its size
     report = capture_inbox(conn, inbox, tmp_path / "cache", DAY)
     assert sum(k["new"] for k in report.by_kind.values()) == 4  # the good ones all stored
     skips = {
