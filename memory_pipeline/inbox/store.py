@@ -69,7 +69,23 @@ from memory_pipeline.semantic import classify
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("new", "revised", "unchanged", "forgotten", "excluded", "failed", "missing")
+OUTCOMES = (
+    "new",
+    "revised",
+    "unchanged",
+    "forgotten",
+    "excluded",
+    "failed",
+    "missing",
+    "waiting",  # a video URL waiting for yt-dlp to be installed
+)
+
+
+WAITING_FOR_YT_DLP = "waiting_for_yt_dlp"
+WAITING_DETAIL = (
+    "install the video extra (pip install -e '.[video]') to fetch its subtitles;"
+    " the next run fetches it"
+)
 
 
 @dataclass
@@ -99,6 +115,7 @@ class InboxReport:
             "documents_unchanged": totals["unchanged"],
             "documents_failed": totals["failed"],
             "documents_missing": totals["missing"],
+            "documents_waiting": totals["waiting"],
             "passages_written": self.passages_written,
             "passages_deleted": self.passages_deleted,
             "redactions": self.redactions,
@@ -243,17 +260,15 @@ def _url_item(
             if kind == "video":
                 body = fetching.fetch_with_ytdlp(fetching.check_url(url), cache)
                 if body is None:
-                    report.count(kind, "failed")
-                    _issue(
-                        conn,
-                        kind,
-                        url,
-                        "waiting_for_yt_dlp",
-                        "install the video extra (pip install -e '.[video]') to fetch its"
-                        " subtitles",
-                        report,
-                    )
+                    report.count(kind, "waiting")
+                    _issue(conn, kind, url, WAITING_FOR_YT_DLP, WAITING_DETAIL, report)
                     return None
+                with conn.transaction():  # no longer waiting
+                    conn.execute(
+                        "DELETE FROM capture_skips WHERE kind = 'file' AND source = %s"
+                        " AND path = %s AND reason = %s",
+                        [kind, url, WAITING_FOR_YT_DLP],
+                    )
             else:
                 body = fetching.save(fetching.fetch(url), cache)
             report.urls_fetched += 1
