@@ -97,7 +97,12 @@ def write_file(directory: Path, fmt: str, megabytes: float, pages: int = 200) ->
 
         texts = []
         for _ in range(pages):
-            lines = [" ".join(rng.choice(sentences) for _ in range(2))[:95] for _ in range(50)]
+            lines = [
+                " ".join(rng.choice(sentences) for _ in range(2))[:95]
+                .encode("latin-1", "replace")
+                .decode("latin-1")
+                for _ in range(50)
+            ]
             texts.append("\n".join(lines))
         path = directory / "book.pdf"
         path.write_bytes(text_pdf(texts, title="A generated book"))

@@ -505,6 +505,12 @@ def read_pdf(path: Path, opener: Callable[[], BinaryIO]) -> Document:
         with opener() as fh:
             reader = _pdf_reader(fh)
             pages = len(reader.pages)
+            if pages > tuning.INBOX_MAX_PDF_PAGES:
+                raise BadFile(
+                    "too_large",
+                    f"{pages} pages, above the inbox limit of {tuning.INBOX_MAX_PDF_PAGES} pages"
+                    " for a PDF (its page tree is held in memory); split it",
+                )
             info = reader.metadata
             title = (info.title if info is not None else None) or path.stem
             author = info.author if info is not None else None

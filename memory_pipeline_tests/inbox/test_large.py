@@ -22,7 +22,7 @@ import pytest
 from memory_pipeline import tuning
 from memory_pipeline.inbox.readers import read_document
 from memory_pipeline.inbox.store import capture_inbox
-from memory_pipeline_tests.inbox.files import write
+from memory_pipeline_tests.inbox.files import text_pdf, write
 
 DAY = date(2026, 11, 20)
 LATER = date(2026, 11, 21)
@@ -40,6 +40,7 @@ def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tuning, "INBOX_WRITE_BATCH", 7)
     monkeypatch.setattr(tuning, "INBOX_MAX_WHOLE_FILE_BYTES", 64 * 1024)
     monkeypatch.setattr(tuning, "INBOX_MAX_FILE_BYTES", 4 * 1024 * 1024)
+    monkeypatch.setattr(tuning, "INBOX_MAX_PDF_PAGES", 4)
 
 
 def prose(rng: random.Random, paragraphs: int) -> str:
@@ -182,13 +183,15 @@ def test_files_over_the_caps_are_recorded_and_skipped(conn, tmp_path: Path) -> N
     write(inbox / "page.html", page + "</article></body></html>")  # > the whole-file cap
     body = "Text that looks fine at first.\n" * 1000
     write(inbox / "late-binary.txt", body.encode() + os.urandom(60_000))  # binary past chunk 1
+    write(inbox / "book.pdf", text_pdf([f"Chapter {n}." for n in range(6)]))  # > the page cap
     report = capture_inbox(conn, inbox, tmp_path / "cache", DAY)
     assert report.by_kind["document"]["new"] == 1
     skips = {
         Path(r[0]).name: (r[1], r[2])
         for r in conn.execute("SELECT path, reason, detail FROM capture_skips").fetchall()
     }
-    assert set(skips) == {"absurd.txt", "page.html", "late-binary.txt"}
+    assert set(skips) == {"absurd.txt", "page.html", "late-binary.txt", "book.pdf"}
+    assert skips["book.pdf"][0] == "too_large" and "6 pages" in skips["book.pdf"][1]
     assert skips["absurd.txt"][0] == "too_large" and "split it" in skips["absurd.txt"][1]
     assert skips["page.html"][0] == "too_large_to_read_whole"
     assert "cannot be streamed" in skips["page.html"][1]
