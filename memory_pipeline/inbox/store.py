@@ -457,7 +457,7 @@ def _store_document(
         )
         outcome = "revised"
     hashing = Hashing(doc)
-    count, n_passages = _write_passages(
+    count, n_passages, deleted = _write_passages(
         conn,
         source_id,
         doc,
@@ -468,7 +468,6 @@ def _store_document(
         private,
         day,
         fix,
-        report,
         mtime,
     )
     redactions += n_passages
@@ -477,6 +476,8 @@ def _store_document(
         " WHERE id = %s",
         [hashing.hexdigest(), count, redactions, source_id],
     )
+    report.passages_written += count  # counted once all is written (a bad file rolls back)
+    report.passages_deleted += deleted
     report.redactions += redactions
     return outcome
 
@@ -492,12 +493,11 @@ def _write_passages(
     private: bool,
     day: date,
     fix: Storable,
-    report: InboxReport,
     mtime_ns: int | None = None,
-) -> tuple[int, int]:
+) -> tuple[int, int, int]:
     """Write the passages as they come, INBOX_WRITE_BATCH at a time: the memory at an ordinal
     the document had keeps its id (rewritten), new ordinals get new memories, ordinals past the
-    new count are deleted with their memories. Returns (passages, redactions)."""
+    new count are deleted with their memories. Returns (passages, redactions, deleted)."""
     created = created_at(doc, mtime_ns)
     redactions = 0
     count = 0
@@ -579,15 +579,13 @@ def _write_passages(
                     moves,
                 )
         count += len(batch)
-        report.passages_written += len(batch)
     # the revision is shorter: its extra passages go, with their memories
     gone = conn.execute(
         "DELETE FROM memories WHERE id IN (SELECT memory_id FROM inbox_passages"
         " WHERE source_id = %s AND ordinal >= %s)",
         [source_id, count],
     ).rowcount
-    report.passages_deleted += gone
-    return count, redactions
+    return count, redactions, gone
 
 
 def _batched(values: Iterable[Passage], n: int) -> Iterator[list[Passage]]:

@@ -199,6 +199,7 @@ def test_files_over_the_caps_are_recorded_and_skipped(conn, tmp_path: Path) -> N
     # nothing of the binary file was kept (its first chunks had been written)
     assert conn.execute("SELECT count(*) FROM inbox_sources").fetchone() == (1,)
     assert conn.execute("SELECT count(*) FROM memories").fetchone() == (1,)
+    assert report.passages_written == 1 and report.metadata()["documents_failed"] == 4
 
 
 def test_a_long_line_is_cut_at_spaces_not_lost(tmp_path: Path) -> None:
