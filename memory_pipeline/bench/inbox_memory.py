@@ -11,6 +11,12 @@ stored and the characters they hold.
 Re-run by hand: `python -m memory_pipeline.bench.inbox_memory --generate-mb 200 --format txt`
 (`md`, `srt`, or `pdf --pages 200`). `--max-file-bytes N` overrides INBOX_MAX_FILE_BYTES in the
 measuring process (to measure a reader that refuses the file at its default limit).
+
+Measured (2 shared cores, other work running; 69 MB before capture): 200 MB text, 156,493
+passages: peak 101.6 MB, 600 s (the reader before streaming: 1,868.9 MB, 1,749 s); 120 MB
+Markdown: 105.3 MB; 20 MB SRT: 105.4 MB, 43 s (before: 435.3 MB, 150 s); 2,000-page PDF
+(10.6 MB): 106.8 MB (before: 162.3 MB). The time is the database's: one `source` memory per
+1,500 characters, each with its search vector and indexes.
 """
 
 from __future__ import annotations
