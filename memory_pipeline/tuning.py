@@ -105,8 +105,24 @@ GEMINI_LOGS_MAX_BYTES = 32 * 1024 * 1024
 TRANSCRIPT_SENSOR_INTERVAL_S = 15
 
 # --- inbox: web articles, documents, video transcripts (memory_pipeline/inbox/) ---------------
-# A file above this size is refused from its size alone (never opened): a 1 GB file costs a stat.
-INBOX_MAX_FILE_BYTES = 50 * 1024 * 1024
+# A file above this size is refused from its size alone (never opened): an absurd file costs a
+# stat. Below it, plain text, Markdown and subtitles are read INBOX_READ_CHUNK_BYTES at a time and
+# PDFs page by page, their passages written INBOX_WRITE_BATCH at a time, so memory stays bounded
+# whatever the size (a 200 MB log: see `python -m memory_pipeline.bench.inbox_memory`).
+INBOX_MAX_FILE_BYTES = 1024 * 1024 * 1024
+# HTML, MHTML and reStructuredText are parsed whole by their libraries (trafilatura/lxml, email,
+# docutils take several times the file's size): above this size they are refused and recorded
+# (`too_large_to_read_whole`). So is a yt-dlp info.json above it (read without it).
+INBOX_MAX_WHOLE_FILE_BYTES = 50 * 1024 * 1024
+INBOX_READ_CHUNK_BYTES = 1024 * 1024
+# A PDF is read page by page, but pypdf keeps every page's entry and parsed objects (about 13 KB
+# a page, measured: 65 MB peak for 2,000 pages, 42 MB for 200): a PDF with more pages is refused.
+INBOX_MAX_PDF_PAGES = 20_000
+# A section (the text under one heading, a PDF page) longer than this is handed to the chunker
+# in pieces cut at paragraph breaks, so no derived structure holds more than about this much.
+INBOX_SECTION_MAX_CHARS = 256 * 1024
+# Passages are written to the database this many at a time (one round trip each way).
+INBOX_WRITE_BATCH = 500
 # A passage (one `source` memory) holds at most this many characters: a longer section is cut at
 # paragraph boundaries (then sentences). The embedding stage cuts it again to its model's window.
 INBOX_PASSAGE_MAX_CHARS = 1500

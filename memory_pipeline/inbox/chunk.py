@@ -3,11 +3,13 @@
 A section that fits INBOX_PASSAGE_MAX_CHARS is one passage. A longer one is cut at paragraph
 breaks (blank lines), a paragraph too long at sentence ends, a sentence too long at words; the
 pieces of one section keep its position. Cue groups of a video are already short (readers.py).
+`iter_passages` cuts them as the sections come (a large document is never held whole).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from memory_pipeline import tuning
@@ -26,11 +28,17 @@ class Passage:
 
 
 def passages(sections: list[Section], limit: int = tuning.INBOX_PASSAGE_MAX_CHARS) -> list[Passage]:
-    out: list[Passage] = []
+    return list(iter_passages(sections, limit))
+
+
+def iter_passages(
+    sections: Iterable[Section], limit: int = tuning.INBOX_PASSAGE_MAX_CHARS
+) -> Iterator[Passage]:
+    ordinal = 0
     for section in sections:
         for piece in _pack(section.text, limit):
-            out.append(Passage(len(out), section.position, section.heading, piece))
-    return out
+            yield Passage(ordinal, section.position, section.heading, piece)
+            ordinal += 1
 
 
 def _pack(text: str, limit: int) -> list[str]:

@@ -164,8 +164,10 @@ def cached(url: str, cache: Path) -> Path | None:
 
 
 def fetch_with_ytdlp(url: str, cache: Path) -> Path | None:
-    """A YouTube URL's subtitles and info.json through yt-dlp (an optional extra), or None when
-    yt-dlp is not installed (the URL is then recorded as waiting)."""
+    """A video's subtitles and info.json through yt-dlp (an optional extra), or None when yt-dlp
+    is not installed (the URL is then recorded as waiting). The subtitles are kept in the cache
+    as `<name>.vtt` beside `<name>.info.json`, so `cached` finds them and the next run reads them
+    without asking yt-dlp again."""
     try:
         import yt_dlp  # type: ignore[import-not-found]
     except ImportError:
@@ -180,7 +182,10 @@ def fetch_with_ytdlp(url: str, cache: Path) -> Path | None:
         "subtitlesformat": "vtt",
         "writeinfojson": True,
         "outtmpl": str(cache / f"{name}.%(ext)s"),
+        "noplaylist": True,  # a watch URL inside a playlist: that video, not the playlist
+        "cachedir": False,  # nothing written under the user's ~/.cache
         "quiet": True,
+        "no_warnings": True,
         "noprogress": True,
         "socket_timeout": tuning.INBOX_FETCH_TIMEOUT_S,
     }
@@ -191,7 +196,10 @@ def fetch_with_ytdlp(url: str, cache: Path) -> Path | None:
         raise FetchError(
             "yt_dlp_failed", f"{url}: yt-dlp: {' '.join(str(exc).split())[:200]}"
         ) from None
-    found = sorted(cache.glob(f"{name}*.vtt"))
+    found = sorted(cache.glob(f"{name}.*.vtt"))  # yt-dlp names them <name>.<lang>.vtt
     if not found:
         raise FetchError("no_subtitles", f"{url}: the video has no English subtitles")
-    return found[0]
+    kept = found[0].replace(cache / f"{name}.vtt")
+    for other in found[1:]:
+        other.unlink(missing_ok=True)
+    return kept

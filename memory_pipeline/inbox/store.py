@@ -15,6 +15,12 @@ list, and for each document, in its own savepoint (a bad one is recorded, the ot
    the new count are deleted with their memories;
 4. redacts every passage, title and author (and replaces `<private>` blocks) before storage.
 
+Bounded memory: a document's sections are read one at a time (readers.py streams text formats and
+PDFs), cut into passages as they come and written INBOX_WRITE_BATCH at a time; nothing holds the
+whole document. A stored document whose file changed is read twice (its hash first: the same
+content writes nothing); a new one once, its hash computed as it is written. A file found bad
+halfway (binary past its first chunk) rolls its writes back and is recorded like any bad file.
+
 A file that disappeared is not forgotten: its source is marked `missing_since` and stays
 searchable until `memory-pipeline inbox forget` removes it. The memories of a revision belong to
 the run's day (`partition_day`), so the same run's embedding and relationship steps process them.
@@ -25,9 +31,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +44,7 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memory_pipeline import tuning
 from memory_pipeline.capture.models import ParseIssue
 from memory_pipeline.capture.redact import redact
 from memory_pipeline.capture.report import CaptureReport
@@ -43,7 +52,7 @@ from memory_pipeline.capture.store import Storable, record_file_issue
 from memory_pipeline.forget.privacy import CaptureRules, strip_private
 from memory_pipeline.forget.tombstones import task_forgotten
 from memory_pipeline.inbox import fetch as fetching
-from memory_pipeline.inbox.chunk import Passage, passages
+from memory_pipeline.inbox.chunk import Passage, iter_passages
 from memory_pipeline.inbox.readers import (
     DOCUMENT_SUFFIXES,
     HTML_SUFFIXES,
@@ -51,6 +60,7 @@ from memory_pipeline.inbox.readers import (
     URL_SUFFIX,
     BadFile,
     Document,
+    Section,
     kind_of,
     read_document,
 )
@@ -59,7 +69,23 @@ from memory_pipeline.semantic import classify
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("new", "revised", "unchanged", "forgotten", "excluded", "failed", "missing")
+OUTCOMES = (
+    "new",
+    "revised",
+    "unchanged",
+    "forgotten",
+    "excluded",
+    "failed",
+    "missing",
+    "waiting",  # a video URL waiting for yt-dlp to be installed
+)
+
+
+WAITING_FOR_YT_DLP = "waiting_for_yt_dlp"
+WAITING_DETAIL = (
+    "install the video extra (pip install -e '.[video]') to fetch its subtitles;"
+    " the next run fetches it"
+)
 
 
 @dataclass
@@ -89,6 +115,7 @@ class InboxReport:
             "documents_unchanged": totals["unchanged"],
             "documents_failed": totals["failed"],
             "documents_missing": totals["missing"],
+            "documents_waiting": totals["waiting"],
             "passages_written": self.passages_written,
             "passages_deleted": self.passages_deleted,
             "redactions": self.redactions,
@@ -110,12 +137,29 @@ class Item:
 
 
 def content_sha(doc: Document) -> str:
-    h = hashlib.sha256()
-    h.update(doc.title.encode("utf-8", "surrogatepass"))
-    for section in doc.sections:
-        h.update(b"\x00" + section.position.encode("utf-8", "surrogatepass"))
-        h.update(b"\x01" + section.text.encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    """sha256 of a document's title and sections (read one at a time)."""
+    hashing = Hashing(doc)
+    for _ in hashing.sections():
+        pass
+    return hashing.hexdigest()
+
+
+class Hashing:
+    """A document's sections as they are read, hashed on the way (content_sha's value)."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.h = hashlib.sha256()
+        self.h.update(doc.title.encode("utf-8", "surrogatepass"))
+
+    def sections(self) -> Iterator[Section]:
+        for section in self.doc.iter_sections():
+            self.h.update(b"\x00" + section.position.encode("utf-8", "surrogatepass"))
+            self.h.update(b"\x01" + section.text.encode("utf-8", "surrogatepass"))
+            yield section
+
+    def hexdigest(self) -> str:
+        return self.h.hexdigest()
 
 
 def clean(text: str, fix: Storable) -> tuple[str, int]:
@@ -216,17 +260,15 @@ def _url_item(
             if kind == "video":
                 body = fetching.fetch_with_ytdlp(fetching.check_url(url), cache)
                 if body is None:
-                    report.count(kind, "failed")
-                    _issue(
-                        conn,
-                        kind,
-                        url,
-                        "waiting_for_yt_dlp",
-                        "install the video extra (pip install -e '.[video]') to fetch its"
-                        " subtitles",
-                        report,
-                    )
+                    report.count(kind, "waiting")
+                    _issue(conn, kind, url, WAITING_FOR_YT_DLP, WAITING_DETAIL, report)
                     return None
+                with conn.transaction():  # no longer waiting
+                    conn.execute(
+                        "DELETE FROM capture_skips WHERE kind = 'file' AND source = %s"
+                        " AND path = %s AND reason = %s",
+                        [kind, url, WAITING_FOR_YT_DLP],
+                    )
             else:
                 body = fetching.save(fetching.fetch(url), cache)
             report.urls_fetched += 1
@@ -335,13 +377,39 @@ def store_item(
         _issue(conn, doc.kind, where, "excluded", f"matched {rule}", report)
         return "excluded"
     private = rules.is_private(doc.kind, context)
-    sha = content_sha(doc)
     row = conn.execute(
         "SELECT id, content_sha256, kind FROM inbox_sources WHERE locator = %s FOR UPDATE",
         [locator],
     ).fetchone()
     size, mtime = (st.st_size, st.st_mtime_ns) if st is not None else (None, None)
-    if row and row[1] == sha:
+    try:
+        with conn.transaction():  # a file found bad halfway leaves nothing behind
+            return _store_document(
+                conn, doc, row, locator, url, path_key, size, mtime, private, day, report
+            )
+    except BadFile as exc:
+        _issue(conn, item.kind, where, exc.reason, exc.detail, report)
+        return "failed"
+    except OSError as exc:
+        _issue(conn, item.kind, where, "unreadable", _line(exc), report)
+        return "failed"
+
+
+def _store_document(
+    conn: psycopg.Connection,
+    doc: Document,
+    row: tuple | None,
+    locator: str,
+    url: str | None,
+    path_key: str | None,
+    size: int | None,
+    mtime: int | None,
+    private: bool,
+    day: date,
+    report: InboxReport,
+) -> str:
+    # A stored document: its hash first (one read), nothing written when it is the same.
+    if row is not None and content_sha(doc) == row[1]:
         conn.execute(
             "UPDATE inbox_sources SET size = %s, mtime_ns = %s, path = coalesce(%s, path),"
             " missing_since = NULL WHERE id = %s",
@@ -351,7 +419,6 @@ def store_item(
     fix = Storable()
     title, n_title = clean(doc.title, fix)
     author, n_author = clean(doc.author, fix) if doc.author else (None, 0)
-    cut = passages(doc.sections)
     shown_url, n_url = clean(url, fix) if url else (None, 0)
     redactions = n_title + n_author + n_url
     values = [
@@ -364,18 +431,17 @@ def store_item(
         fix.optional(doc.site),
         fix.optional(doc.published),
         Jsonb(fix.json(doc.details)),
-        sha,
+        row[1] if row is not None else "",  # set when the passages are written
         size,
         mtime,
-        len(cut),
         private,
         day,
     ]
     if row is None:
         source_id = conn.execute(
             "INSERT INTO inbox_sources (kind, locator, url, path, title, author, site, published,"
-            " details, content_sha256, size, mtime_ns, passages, private, partition_day)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            " details, content_sha256, size, mtime_ns, private, partition_day)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
             values,
         ).fetchone()[0]  # type: ignore[index]
         outcome = "new"
@@ -384,16 +450,34 @@ def store_item(
         conn.execute(
             "UPDATE inbox_sources SET kind = %s, locator = %s, url = %s,"
             " path = coalesce(%s, path), title = %s, author = %s, site = %s, published = %s,"
-            " details = %s, content_sha256 = %s, size = %s, mtime_ns = %s, passages = %s,"
+            " details = %s, content_sha256 = %s, size = %s, mtime_ns = %s,"
             " private = %s, partition_day = %s, revisions = revisions + 1, revised_at = now(),"
             " missing_since = NULL WHERE id = %s",
             [*values, source_id],
         )
         outcome = "revised"
-    redactions += _write_passages(
-        conn, source_id, doc, title, shown_url, locator, cut, private, day, fix, report, mtime
+    hashing = Hashing(doc)
+    count, n_passages, deleted = _write_passages(
+        conn,
+        source_id,
+        doc,
+        title,
+        shown_url,
+        locator,
+        iter_passages(hashing.sections()),
+        private,
+        day,
+        fix,
+        mtime,
     )
-    conn.execute("UPDATE inbox_sources SET redactions = %s WHERE id = %s", [redactions, source_id])
+    redactions += n_passages
+    conn.execute(
+        "UPDATE inbox_sources SET content_sha256 = %s, passages = %s, redactions = %s"
+        " WHERE id = %s",
+        [hashing.hexdigest(), count, redactions, source_id],
+    )
+    report.passages_written += count  # counted once all is written (a bad file rolls back)
+    report.passages_deleted += deleted
     report.redactions += redactions
     return outcome
 
@@ -405,81 +489,109 @@ def _write_passages(
     title: str,
     url: str | None,
     locator: str,
-    cut: list[Passage],
+    cut: Iterable[Passage],
     private: bool,
     day: date,
     fix: Storable,
-    report: InboxReport,
     mtime_ns: int | None = None,
-) -> int:
+) -> tuple[int, int, int]:
+    """Write the passages as they come, INBOX_WRITE_BATCH at a time: the memory at an ordinal
+    the document had keeps its id (rewritten), new ordinals get new memories, ordinals past the
+    new count are deleted with their memories. Returns (passages, redactions, deleted)."""
     created = created_at(doc, mtime_ns)
-    existing = dict(
-        conn.execute(
-            "SELECT ordinal, memory_id FROM inbox_passages WHERE source_id = %s", [source_id]
-        ).fetchall()
-    )
     redactions = 0
+    count = 0
     source_url = url or _file_url(locator)
     label = INBOX_KIND_LABELS[doc.kind]
     context = " · ".join(p for p in (label, doc.site, title) if p)[:200]
-    for passage in cut:
-        text, n = clean(passage.text, fix)
-        position, _ = clean(passage.position, fix)
-        redactions += n
-        memory_title = f"{title} — {position}" if position.lstrip("§ ") != title else title
-        metadata = {
-            "inbox_source_id": str(source_id),
-            "position": position,
-            "locator": locator,
-            "document_title": title,
-        }
-        if passage.heading:
-            metadata["section"] = fix.text(passage.heading)
-        mem_class = "procedural" if classify.is_procedural(text) else "semantic"
-        depth = classify.depth_score("segment", text)  # raw text, like a segment
-        fields = [
-            memory_title[:500],
-            text,
-            source_url,
-            doc.kind,
-            Jsonb(metadata),
-            mem_class,
-            depth,
-            context,
-            day,
-            private,
-            created,
-        ]
-        memory_id = existing.pop(passage.ordinal, None)
-        if memory_id is None:
-            memory_id = conn.execute(
-                "INSERT INTO memories (type, title, content, source_url, source_type, metadata,"
-                " mem_class, depth_score, encoding_context, partition_day, private, created_at)"
-                " VALUES ('source', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                fields,
-            ).fetchone()[0]  # type: ignore[index]
+    for batch in _batched(cut, tuning.INBOX_WRITE_BATCH):
+        existing = dict(
             conn.execute(
-                "INSERT INTO inbox_passages (source_id, ordinal, position, memory_id)"
-                " VALUES (%s, %s, %s, %s)",
-                [source_id, passage.ordinal, position, memory_id],
-            )
-        else:
-            conn.execute(
-                "UPDATE memories SET title = %s, content = %s, source_url = %s,"
-                " source_type = %s, metadata = %s, mem_class = %s, depth_score = %s,"
-                " encoding_context = %s, partition_day = %s, private = %s, created_at = %s"
-                " WHERE id = %s",
-                [*fields, memory_id],
-            )
-            conn.execute(
-                "UPDATE inbox_passages SET position = %s WHERE source_id = %s AND ordinal = %s",
-                [position, source_id, passage.ordinal],
-            )
-        report.passages_written += 1
-    if existing:  # the revision is shorter: its extra passages go, with their memories
-        conn.execute("DELETE FROM memories WHERE id = ANY(%s)", [list(existing.values())])
-        report.passages_deleted += len(existing)
-    return redactions
+                "SELECT ordinal, memory_id FROM inbox_passages WHERE source_id = %s"
+                " AND ordinal BETWEEN %s AND %s",
+                [source_id, batch[0].ordinal, batch[-1].ordinal],
+            ).fetchall()
+        )
+        inserts: list[list[Any]] = []
+        links: list[list[Any]] = []
+        updates: list[list[Any]] = []
+        moves: list[list[Any]] = []
+        for passage in batch:
+            text, n = clean(passage.text, fix)
+            position, _ = clean(passage.position, fix)
+            redactions += n
+            memory_title = f"{title} — {position}" if position.lstrip("§ ") != title else title
+            metadata = {
+                "inbox_source_id": str(source_id),
+                "position": position,
+                "locator": locator,
+                "document_title": title,
+            }
+            if passage.heading:
+                metadata["section"] = fix.text(passage.heading)
+            mem_class = "procedural" if classify.is_procedural(text) else "semantic"
+            depth = classify.depth_score("segment", text)  # raw text, like a segment
+            fields = [
+                memory_title[:500],
+                text,
+                source_url,
+                doc.kind,
+                Jsonb(metadata),
+                mem_class,
+                depth,
+                context,
+                day,
+                private,
+                created,
+            ]
+            memory_id = existing.get(passage.ordinal)
+            if memory_id is None:
+                memory_id = uuid.uuid4()
+                inserts.append([memory_id, *fields])
+                links.append([source_id, passage.ordinal, position, memory_id])
+            else:
+                updates.append([*fields, memory_id])
+                moves.append([position, source_id, passage.ordinal])
+        with conn.cursor() as cur:
+            if inserts:
+                cur.executemany(
+                    "INSERT INTO memories (id, type, title, content, source_url, source_type,"
+                    " metadata, mem_class, depth_score, encoding_context, partition_day, private,"
+                    " created_at) VALUES (%s, 'source', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                    " %s)",
+                    inserts,
+                )
+                cur.executemany(
+                    "INSERT INTO inbox_passages (source_id, ordinal, position, memory_id)"
+                    " VALUES (%s, %s, %s, %s)",
+                    links,
+                )
+            if updates:
+                cur.executemany(
+                    "UPDATE memories SET title = %s, content = %s, source_url = %s,"
+                    " source_type = %s, metadata = %s, mem_class = %s, depth_score = %s,"
+                    " encoding_context = %s, partition_day = %s, private = %s, created_at = %s"
+                    " WHERE id = %s",
+                    updates,
+                )
+                cur.executemany(
+                    "UPDATE inbox_passages SET position = %s WHERE source_id = %s AND ordinal = %s",
+                    moves,
+                )
+        count += len(batch)
+    # the revision is shorter: its extra passages go, with their memories
+    gone = conn.execute(
+        "DELETE FROM memories WHERE id IN (SELECT memory_id FROM inbox_passages"
+        " WHERE source_id = %s AND ordinal >= %s)",
+        [source_id, count],
+    ).rowcount
+    return count, redactions, gone
+
+
+def _batched(values: Iterable[Passage], n: int) -> Iterator[list[Passage]]:
+    it = iter(values)
+    while batch := list(islice(it, n)):
+        yield batch
 
 
 def created_at(doc: Document, mtime_ns: int | None) -> datetime:

@@ -14,11 +14,32 @@ PAGE = b"""<html><head><title>Loopback article</title></head><body><article>
 </body></html>"""
 
 
+# A video page as yt-dlp's generic extractor reads it: an HTML5 <video> with a subtitle track.
+VIDEO_PAGE = b"""<html><head><title>Postgres backups explained</title></head><body>
+<video controls><source src="/media/talk.mp4" type="video/mp4">
+<track kind="subtitles" src="/media/talk.en.vtt" srclang="en" label="English"></video>
+</body></html>"""
+SILENT_PAGE = VIDEO_PAGE.replace(b'<track kind="subtitles"', b'<img alt=""')  # no subtitles
+TALK_VTT = b"""WEBVTT
+
+00:00:01.000 --> 00:00:04.000
+We restore staging from pgBackRest every Sunday.
+
+00:12:31.000 --> 00:12:35.000
+The restore drill runs monthly and counts the invoices.
+"""
+
+
 class Site:
     """Routes of the server; `hits` counts requests per path."""
 
     def __init__(self) -> None:
-        self.pages: dict[str, tuple[str, bytes]] = {"/article": ("text/html", PAGE)}
+        self.pages: dict[str, tuple[str, bytes]] = {
+            "/article": ("text/html", PAGE),
+            "/talk": ("text/html", VIDEO_PAGE),
+            "/silent-talk": ("text/html", SILENT_PAGE),
+            "/media/talk.en.vtt": ("text/vtt", TALK_VTT),
+        }
         self.hits: dict[str, int] = {}
         self.url = ""
 

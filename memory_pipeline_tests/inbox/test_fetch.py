@@ -4,6 +4,7 @@ non-HTML type, no server at all. Every failure is one line, never a hang."""
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -77,10 +78,43 @@ def test_only_http_urls(url: str) -> None:
     assert info.value.reason == "bad_url"
 
 
-def test_youtube_without_yt_dlp_waits(tmp_path: Path) -> None:
-    try:
-        import yt_dlp  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
-        assert fetching.fetch_with_ytdlp("https://youtu.be/abc", tmp_path) is None
-    else:
-        pytest.fail("yt-dlp is installed in the test venv: this test assumes the default install")
+def test_without_yt_dlp_a_video_url_waits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "yt_dlp", None)  # `import yt_dlp` fails: not installed
+    assert fetching.fetch_with_ytdlp("https://youtu.be/abc", tmp_path) is None
+    assert not any(tmp_path.iterdir())
+
+
+def _yt_dlp() -> None:
+    pytest.importorskip(
+        "yt_dlp",
+        reason="yt-dlp is not installed (pip install --constraint requirements.lock -e '.[dev]'"
+        " or '.[video]'); the yt-dlp download path is not exercised",
+    )
+
+
+def test_yt_dlp_downloads_a_videos_subtitles_and_info(site: Site, tmp_path: Path) -> None:
+    """The real yt-dlp, through its generic extractor, on a video page served on loopback."""
+    _yt_dlp()
+    url = site.url + "/talk"
+    body = fetching.fetch_with_ytdlp(url, tmp_path)
+    name = fetching.cache_name(url)
+    assert body == tmp_path / f"{name}.vtt"  # where `cached` finds it on the next run
+    assert fetching.cached(url, tmp_path) == body
+    assert (tmp_path / f"{name}.info.json").is_file()
+    assert site.hits.get("/media/talk.mp4") is None  # subtitles only, never the video
+    doc = read_document(body)
+    assert doc.kind == "video" and doc.url == url  # yt-dlp's webpage_url from its info.json
+    assert doc.title.startswith("Postgres backups explained")
+    assert doc.sections[0].position == "0:01" and "every Sunday" in doc.text
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"), [("/silent-talk", "no_subtitles"), ("/article", "yt_dlp_failed")]
+)
+def test_yt_dlp_without_subtitles_is_one_line(
+    site: Site, tmp_path: Path, path: str, reason: str
+) -> None:
+    _yt_dlp()
+    with pytest.raises(fetching.FetchError) as info:
+        fetching.fetch_with_ytdlp(site.url + path, tmp_path)
+    assert info.value.reason == reason and "\n" not in str(info.value)

@@ -4,12 +4,14 @@ deleted files kept, redaction and <private>, exclusions, forget and tombstones, 
 from __future__ import annotations
 
 import os
+import sys
 from datetime import date
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from memory_pipeline.inbox import fetch as fetching
 from memory_pipeline.inbox.forget import find_document, forget_document
 from memory_pipeline.inbox.store import capture_inbox
 from memory_pipeline_tests.inbox.files import image_only_pdf, text_pdf, write
@@ -165,7 +167,7 @@ def test_bad_files_are_isolated_and_recorded(conn, tmp_path: Path) -> None:
     write(inbox / "binary.md", os.urandom(2048) + b"\x00")
     write(inbox / "cut.html", b"<html><head><title>Half")
     with (inbox / "huge.txt").open("wb") as fh:
-        fh.truncate(1024**3)  # sparse 1 GB: refused from its size
+        fh.truncate(1024**3 + 1)  # sparse, above 1 GiB: refused from its size
     report = capture_inbox(conn, inbox, tmp_path / "cache", DAY)
     assert sum(k["new"] for k in report.by_kind.values()) == 4  # the good ones all stored
     skips = {
@@ -229,3 +231,46 @@ def test_a_url_sidecar_names_a_saved_page(conn, tmp_path: Path, name: str) -> No
     assert conn.execute("SELECT locator FROM inbox_sources").fetchall() == [
         ("https://saved.example/post",)
     ]
+
+
+def test_a_video_url_waits_for_yt_dlp_then_is_fetched_through_it(
+    conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A YouTube URL without yt-dlp is recorded as waiting (never a network call); with the real
+    yt-dlp it is fetched (here from a video page on loopback, counted as a YouTube host), stored
+    as a video with its cue times, and read from the cache on later runs."""
+    inbox = tmp_path / "inbox"
+    cache = tmp_path / "cache"
+    with serve() as site:
+        url = site.url + "/talk"
+        write(inbox / "watch.url", f"https://www.youtube.com/watch?v=abc123\n{url}\n")
+        monkeypatch.setattr(fetching, "YOUTUBE_HOSTS", (*fetching.YOUTUBE_HOSTS, "127.0.0.1"))
+        with monkeypatch.context() as without:
+            without.setitem(sys.modules, "yt_dlp", None)  # not installed
+            report = capture_inbox(conn, inbox, cache, DAY)
+        assert report.by_kind["video"]["waiting"] == 2
+        assert report.metadata()["documents_waiting"] == 2 and site.hits == {}
+        waiting = conn.execute(
+            "SELECT path, reason, detail FROM capture_skips ORDER BY path"
+        ).fetchall()
+        assert [(r[0], r[1]) for r in waiting] == [
+            (url, "waiting_for_yt_dlp"),
+            ("https://www.youtube.com/watch?v=abc123", "waiting_for_yt_dlp"),
+        ]
+        assert "pip install" in waiting[0][2]
+        pytest.importorskip("yt_dlp", reason="yt-dlp is not installed: the fetch is not run")
+
+        write(inbox / "watch.url", f"{url}\n")
+        report = capture_inbox(conn, inbox, cache, DAY)
+        assert report.by_kind["video"]["new"] == 1 and report.urls_fetched == 1
+        rows = conn.execute(
+            "SELECT s.kind, s.locator, p.position, m.source_type, m.source_url FROM inbox_sources s"
+            " JOIN inbox_passages p ON p.source_id = s.id JOIN memories m ON m.id = p.memory_id"
+        ).fetchall()
+        assert rows == [("video", url, "0:01", "video", url)]
+        assert conn.execute(
+            "SELECT count(*) FROM capture_skips WHERE path = %s", [url]
+        ).fetchone() == (0,)  # no longer waiting
+        report = capture_inbox(conn, inbox, cache, LATER)
+        assert report.by_kind["video"]["unchanged"] == 1
+        assert site.hits["/talk"] == 1  # from the cache: yt-dlp is not asked again
