@@ -16,14 +16,14 @@ EMBEDDED_SHARED_BUFFERS = "1GB"
 # --- capture ------------------------------------------------------------------------------
 # A task without a native name is titled by its first prompt's first line, cut to this length.
 DERIVED_TITLE_MAX_CHARS = 80
-# Redaction (capture/redact.py). A literal assigned to a secret name (`DB_PASSWORD=`,
+# Redaction (capture/redact/). A literal assigned to a secret name (`DB_PASSWORD=`,
 # `"client_secret":`, `--password`) is redacted from this length on; one assigned to any other
 # key name (`PRIMARY_KEY=`, `STRIPE_KEY=`) only when it looks random: at least this long, letters
 # and digits, with an unbroken alphanumeric run of at least REDACT_RANDOM_MIN_RUN.
 REDACT_MIN_SECRET_CHARS = 6
 REDACT_RANDOM_MIN_CHARS = 16
 REDACT_RANDOM_MIN_RUN = 12
-# Redaction layers (capture/redact.py).
+# Redaction layers (capture/redact/).
 # A value on a command line whose flag or position says it is a password (`mysql -pPW`,
 # `sshpass -p PW`, `docker login -p PW`, `.pgpass`, a Kubernetes Secret's data) is redacted from
 # this length on: the context is sure, so shorter ones than REDACT_MIN_SECRET_CHARS count.

@@ -4,7 +4,7 @@ Run: .venv/bin/python scripts/bench_redact.py [--repeat N]
 
 Prints microseconds per call (the median of N rounds) for three kinds of 2 KB turn (an answer in
 prose, a code answer, a tool output with paths, hashes and a few secrets) and for each layer of
-memory_pipeline/capture/redact.py on them. Timings depend on the machine's load: compare runs
+memory_pipeline/capture/redact/ on them. Timings depend on the machine's load: compare runs
 made side by side.
 """
 
@@ -15,7 +15,12 @@ import statistics
 import time
 from collections.abc import Callable
 
-from memory_pipeline.capture import redact as r
+from memory_pipeline.capture.redact import Redactions, redact
+from memory_pipeline.capture.redact.blocks import _sub_shapes
+from memory_pipeline.capture.redact.context import _sub_context
+from memory_pipeline.capture.redact.prose import _sub_prose
+from memory_pipeline.capture.redact.providers import _sub_providers
+from memory_pipeline.capture.redact.random_tokens import _sub_random
 
 PROSE = (
     "I ran the migration and then restarted the worker pool; the cache hit rate went from 71% to "
@@ -43,21 +48,14 @@ TURNS = {
 
 
 def _layers(text: str) -> dict[str, Callable[[], object]]:
-    found = r.Redactions()
-    low = text.lower()
-
-    def shapes() -> None:
-        for kind, pattern, group in r._SHAPES:
-            if any(word in low for word in r._SHAPE_KEYWORDS[kind]):
-                r._sub_shape(pattern, group, "x", text)
-
+    found = Redactions()
     return {
-        "(b) keys+headers+URLs": shapes,
-        "(a) providers": lambda: r._sub_providers(text, found),
-        "(b) context": lambda: r._sub_context(text, found),
-        "(d) prose": lambda: r._sub_prose(text, found),
-        "(c) random tokens": lambda: r._sub_random(text, found),
-        "redact() total": lambda: r.redact(text),
+        "(b) keys+headers+URLs": lambda: _sub_shapes(text, found),
+        "(a) providers": lambda: _sub_providers(text, found),
+        "(b) context": lambda: _sub_context(text, found),
+        "(d) prose": lambda: _sub_prose(text, found),
+        "(c) random tokens": lambda: _sub_random(text, found),
+        "redact() total": lambda: redact(text),
     }
 
 

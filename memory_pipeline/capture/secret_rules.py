@@ -1,4 +1,4 @@
-"""Provider token formats for redaction layer (a) (capture/redact.py).
+"""Provider token formats for redaction layer (a) (capture/redact/providers.py).
 
 Written by hand for this project (Apache-2.0) from public token-format lists; no file was copied.
 Sources, and the version each part was checked against:
@@ -18,8 +18,9 @@ character that cannot continue a token. Rules sharing a prefix are tried in orde
 more specific prefix comes first. KEYWORD_RULES have no fixed start: each is a full regex run
 only when its keyword (lower case) occurs in the text.
 
-Redaction looks a rule up by the first two characters of each word (`redact._PROVIDER_INDEX`),
-so adding a rule costs nothing on text that does not hold its prefix.
+Redaction looks a rule up by the first two characters of each word
+(`redact.providers._PROVIDER_INDEX`), so adding a rule costs nothing on text that does not hold
+its prefix.
 """
 
 from __future__ import annotations

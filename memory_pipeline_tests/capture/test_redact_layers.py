@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from memory_pipeline.capture import redact as redact_module
 from memory_pipeline.capture import secret_eval
 from memory_pipeline.capture.redact import RULES_VERSION, redact
+from memory_pipeline.capture.redact import version as redact_version
 from memory_pipeline.cli.app import app
 from memory_pipeline.errors import UserError
 
@@ -305,11 +305,11 @@ def test_eval_secrets_prints_recall_and_false_positives(tmp_path) -> None:  # ty
 
 def test_rules_version_follows_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(RULES_VERSION, str) and RULES_VERSION
-    assert redact_module._rules_fingerprint() in RULES_VERSION
+    assert redact_version._rules_fingerprint() in RULES_VERSION
     monkeypatch.setattr(
-        redact_module, "PROVIDER_RULES", [*redact_module.PROVIDER_RULES, ("x", "zz_", "[a-z]{9}")]
+        redact_version, "PROVIDER_RULES", [*redact_version.PROVIDER_RULES, ("x", "zz_", "[a-z]{9}")]
     )
-    assert redact_module._rules_fingerprint() not in RULES_VERSION
+    assert redact_version._rules_fingerprint() not in RULES_VERSION
 
 
 def test_a_character_whose_lower_case_is_longer_does_not_hide_what_follows() -> None:
