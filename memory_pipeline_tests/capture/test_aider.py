@@ -155,6 +155,48 @@ def test_bad_bytes_cost_only_their_turn(tmp_path: Path) -> None:
     assert [t.prompt for t in aider(repo).parse(path).tasks[0].turns] == ["one", "two", "three"]
 
 
+def test_an_unreadable_prompt_line_is_still_a_prompt(tmp_path: Path) -> None:
+    """Found by `make fuzz`: a prompt line with bad bytes after an answer was read as more of
+    that answer, and the intact turn before it was lost. Its `#### ` is still readable."""
+    repo, h = repo_with_history(tmp_path)
+    h.start(T1)
+    chat(h, "one", "answer one")
+    chat(h, "two", "answer two")
+    chat(h, "three\nstill three", "answer three")
+    path = repo / ".aider.chat.history.md"
+    data = path.read_bytes()
+    path.write_bytes(
+        data.replace(b"#### two", b"#### tw\xf8o").replace(b"#### still", b"#### st\xffill")
+    )
+    result = aider(repo).parse(path)
+    (task,) = result.tasks
+    # "one" ends where the next prompt starts; "two" and the half-read "three" are damaged and
+    # recorded, never stored as a part of a prompt
+    assert [(t.prompt, t.outcome) for t in task.turns] == [("one", "answer one")]
+    assert sorted(i.reason for i in result.issues) == [
+        "invalid_utf8",
+        "invalid_utf8",
+        "turn_damaged",
+        "turn_damaged",
+    ]
+
+
+def test_an_unreadable_session_header_ends_a_turn_and_costs_none(tmp_path: Path) -> None:
+    """A header with bad bytes cannot be dated: the turns after it stay in the session before
+    it, and the answer before it is kept (a header is no part of an answer)."""
+    repo, h = repo_with_history(tmp_path)
+    h.start(T1)
+    chat(h, "one", "answer one")
+    h.start(T2)
+    chat(h, "two", "answer two")
+    path = repo / ".aider.chat.history.md"
+    stamp = f"{T2:%Y-%m-%d %H:%M:%S}".encode()
+    path.write_bytes(path.read_bytes().replace(stamp, stamp[:4] + b"\xff" + stamp[5:]))
+    result = aider(repo).parse(path)
+    assert [[t.prompt for t in task.turns] for task in result.tasks] == [["one", "two"]]
+    assert [i.reason for i in result.issues] == ["invalid_utf8"]
+
+
 def test_prompt_times_come_from_the_input_history(tmp_path: Path) -> None:
     repo, h = repo_with_history(tmp_path)
     h.start(T1)

@@ -7,7 +7,11 @@ a file M made from an original O by damaging or inserting lines:
    `task_days` is exactly the set of start days of the tasks `parse` returns.
 2. Every intact turn is captured verbatim: a turn of O whose lines, from its prompt to the line
    after its answer (the next prompt or session header), and its session's header line, are
-   byte-identical and contiguous in M is a turn of M with the same prompt and outcome.
+   byte-identical and contiguous in M is a turn of M with the same prompt and outcome. A turn
+   that ends O has no next prompt to close it: in M it must end the file too, or be followed by
+   one of O's lines (a damaged or inserted line after an answer may have been a later answer,
+   and the parser rightly drops that turn). The line before its prompt must be one of O's too:
+   an inserted `#### ` line there is, byte for byte, the first line of a longer prompt.
 3. Everything is storable (`check_storable`).
 """
 
@@ -38,6 +42,7 @@ class Turn:
     prompt: str
     outcome: str
     lines: tuple[int, ...]  # 0-based indices of O's lines the turn rests on
+    ends_file: bool  # nothing after its answer in O
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def aider_original(source: Path) -> AiderOriginal:
                     break
                 end += 1
             span = tuple(range(start, min(end + 1, len(lines))))
-            turns.append(Turn(t.prompt, t.outcome, (header, *span)))
+            turns.append(Turn(t.prompt, t.outcome, (header, *span), end >= len(lines)))
     return AiderOriginal(source, lines, tuple(turns))
 
 
@@ -80,6 +85,19 @@ def _protected(turn: Turn, mutated: Mutated) -> bool:
     if any(i is None or i in mutated.damaged for i in indices):
         return False
     body = indices[1:]
+    before = body[0] - 1  # type: ignore[operator]
+    if (
+        before >= 0
+        and (mutated.origin[before] is None or before in mutated.damaged)
+        and mutated.lines[before].startswith(b"#### ")
+    ):
+        return False
+    if turn.ends_file:
+        after = body[-1] + 1  # type: ignore[operator]
+        if after < len(mutated.origin) and (
+            mutated.origin[after] is None or after in mutated.damaged
+        ):
+            return False
     return all(b == a + 1 for a, b in itertools.pairwise(body))  # type: ignore[operator]
 
 

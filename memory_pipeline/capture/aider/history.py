@@ -53,7 +53,9 @@ def local_time(text: str) -> datetime | None:
 @dataclass
 class Line:
     number: int  # 1-based
-    text: str | None  # None: the line was not UTF-8 (recorded)
+    text: str | None  # None: the line was not UTF-8 or held a NUL (recorded)
+    # what an unreadable line still shows in its first bytes: "header", "prompt" or None
+    mark: str | None = None
 
 
 @dataclass
@@ -78,14 +80,24 @@ def read_lines(data: bytes, where: str, issues: list[ParseIssue]) -> list[Line]:
             issues.append(
                 ParseIssue(path=where, line=n, reason="invalid_utf8", detail=str(exc)[:200])
             )
-            out.append(Line(n, None))
+            out.append(Line(n, None, _mark(raw)))
             continue
         if "\x00" in text:
             issues.append(ParseIssue(path=where, line=n, reason="binary", detail="NUL byte"))
-            out.append(Line(n, None))
+            out.append(Line(n, None, _mark(raw)))
             continue
         out.append(Line(n, text))
     return out
+
+
+def _mark(raw: bytes) -> str | None:
+    """What an unreadable line's first bytes say it is. A prompt's turn is lost, never read as a
+    part of the answer before it; a session header ends the turn before it, and the turns after
+    it stay in the session before it (its time is unreadable: a session of their own could not
+    be dated)."""
+    if raw.startswith(b"# aider chat started at "):
+        return "header"
+    return "prompt" if raw.startswith(b"#### ") else None
 
 
 def sessions_of(lines: list[Line], where: str, issues: list[ParseIssue]) -> list[Session]:
@@ -157,7 +169,7 @@ def build(session: Session, where: str, issues: list[ParseIssue]) -> Built:
     blocks: list[tuple[str, list[Line]]] = []  # ("user"|"tool"|"ai", lines)
     for line in session.lines:
         if line.text is None:
-            kind = "bad"
+            kind = {"prompt": "user", "header": "header"}.get(line.mark or "", "bad")
         elif line.text.startswith("#### "):
             kind = "user"
         elif TOOL.match(line.text):
@@ -209,6 +221,15 @@ def build(session: Session, where: str, issues: list[ParseIssue]) -> Built:
     for index, (kind, lines) in enumerate(blocks):
         if kind == "user":
             close(False)
+            if any(ln.text is None for ln in lines):  # a prompt with an unreadable line
+                current = {
+                    "prompt": "",
+                    "raw": "",
+                    "line": lines[0].number,
+                    "answer": "",
+                    "damaged": True,
+                }
+                continue
             raw = "\n".join(USER.match(ln.text).group(1) for ln in lines)  # type: ignore[union-attr,arg-type]
             prompt = prompt_text(raw)
             current = (
@@ -222,6 +243,9 @@ def build(session: Session, where: str, issues: list[ParseIssue]) -> Built:
                     "damaged": False,
                 }
             )
+        elif kind == "header":
+            close(False)
+            current = None
         elif current is None:
             continue
         elif kind == "bad":
