@@ -33,6 +33,7 @@ import heapq
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -92,6 +93,7 @@ def context(
     filters: SearchFilters | None = None,
     project_context: str | None = None,
     record_surface: str | None = None,
+    now: datetime | None = None,
 ) -> ContextPack:
     filters = (filters or SearchFilters()).model_copy()
     allowed = [t for t in (filters.types or []) if t not in tuning.STEERING_EXCLUDED_TYPES]
@@ -108,10 +110,10 @@ def context(
         if record_surface and pack.items:
             record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
         return pack
-    hits = _hits(conn, query, embedder, routed, project_context)
+    hits = _hits(conn, query, embedder, routed, project_context, now)
     filtered = routed.entity_ids is not None
     if filtered and not hits and not filters.entities:  # nothing mentioning it matched
-        hits, filtered = _hits(conn, query, embedder, filters, project_context), False
+        hits, filtered = _hits(conn, query, embedder, filters, project_context, now), False
     # --- end of the router's part -----------------------------------------------------------
     with conn.transaction():
         flags = memory_flags(  # relationships: <= 2 per item
@@ -154,6 +156,7 @@ def _hits(
     embedder: QueryEmbedder | None,
     filters: SearchFilters,
     project_context: str | None,
+    now: datetime | None = None,
 ) -> list[SearchHit]:
     response = search(
         conn,
@@ -166,6 +169,7 @@ def _hits(
         record_surface=None,
         passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
         near_passages=True,
+        now=now,
     )
     return [
         h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
