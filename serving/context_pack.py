@@ -33,6 +33,7 @@ import heapq
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -49,11 +50,12 @@ from serving.models import (
     Excerpt,
     LeftOut,
     PassageMatch,
+    PassageTurn,
     SearchFilters,
     SearchHit,
 )
 from serving.render import pack_item_text
-from serving.search import QueryEmbedder, passage_details, record_retrievals, search
+from serving.search import QueryEmbedder, record_retrievals, search
 from serving.text import tokens
 
 _ELLIPSIS = " [...]"
@@ -92,6 +94,7 @@ def context(
     filters: SearchFilters | None = None,
     project_context: str | None = None,
     record_surface: str | None = None,
+    now: datetime | None = None,
 ) -> ContextPack:
     filters = (filters or SearchFilters()).model_copy()
     allowed = [t for t in (filters.types or []) if t not in tuning.STEERING_EXCLUDED_TYPES]
@@ -108,10 +111,10 @@ def context(
         if record_surface and pack.items:
             record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
         return pack
-    hits = _hits(conn, query, embedder, routed, project_context)
+    hits = _hits(conn, query, embedder, routed, project_context, now)
     filtered = routed.entity_ids is not None
     if filtered and not hits and not filters.entities:  # nothing mentioning it matched
-        hits, filtered = _hits(conn, query, embedder, filters, project_context), False
+        hits, filtered = _hits(conn, query, embedder, filters, project_context, now), False
     # --- end of the router's part -----------------------------------------------------------
     with conn.transaction():
         flags = memory_flags(  # relationships: <= 2 per item
@@ -154,6 +157,7 @@ def _hits(
     embedder: QueryEmbedder | None,
     filters: SearchFilters,
     project_context: str | None,
+    now: datetime | None = None,
 ) -> list[SearchHit]:
     response = search(
         conn,
@@ -166,6 +170,7 @@ def _hits(
         record_surface=None,
         passages_per_hit=tuning.PACK_PASSAGES_PER_HIT,
         near_passages=True,
+        now=now,
     )
     return [
         h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
@@ -176,26 +181,52 @@ def _neighbours_and_sizes(
     conn: psycopg.Connection, hits: list[SearchHit]
 ) -> tuple[dict[str, list[PassageMatch]], dict[str, int]]:
     """For each matched passage, the passages right after and before it in its memory; and how
-    many passages each hit's memory has (to tell a whole memory from an excerpt)."""
+    many passages each hit's memory has (to tell a whole memory from an excerpt). One round
+    trip: the neighbours' rows with their turns (as passage_details reads them), and a row per
+    hit's memory with its passage count."""
     wanted = [(str(p.memory_id), p.ordinal + d) for h in hits for p in h.passages for d in (1, -1)]
     memory_ids = [str(h.id) for h in hits]
-    sizes = dict(
-        conn.execute(
-            "SELECT memory_id::text, count(*) FROM memory_passages"
-            " WHERE memory_id = ANY(%s::uuid[]) GROUP BY memory_id",
-            [memory_ids],
-        ).fetchall()
-    )
-    if not wanted:
-        return {}, sizes
     rows = conn.execute(
-        "SELECT p.id::text, p.memory_id::text, p.ordinal FROM memory_passages p"
-        " JOIN unnest(%s::uuid[], %s::int[]) AS w(memory_id, ordinal)"
-        " ON p.memory_id = w.memory_id AND p.ordinal = w.ordinal",
-        [[m for m, _ in wanted], [o for _, o in wanted]],
+        "WITH w AS (SELECT DISTINCT * FROM unnest(%s::uuid[], %s::int[]) AS w(memory_id, ordinal))"
+        " SELECT p.id, p.memory_id, p.ordinal, p.text, t.source, t.native_id,"
+        " a.ordinal, a.native_turn_id, a.native_message_ids, NULL::bigint, u.n"
+        " FROM w JOIN memory_passages p ON p.memory_id = w.memory_id AND p.ordinal = w.ordinal"
+        " LEFT JOIN LATERAL unnest(p.turn_ids) WITH ORDINALITY AS u(turn_id, n) ON true"
+        " LEFT JOIN agent_turns a ON a.id = u.turn_id"
+        " LEFT JOIN captured_tasks t ON t.id = a.task_id"
+        " UNION ALL"
+        " SELECT NULL, memory_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, count(*), NULL"
+        " FROM memory_passages WHERE memory_id = ANY(%s::uuid[]) GROUP BY memory_id"
+        " ORDER BY 1, 11",
+        [[m for m, _ in wanted], [o for _, o in wanted], memory_ids],
     ).fetchall()
-    details = passage_details(conn, [r[0] for r in rows])
-    by_position = {(m, o): details[pid] for pid, m, o in rows if pid in details}
+    # A passage's rows together, its turns in their order (u.n), as passage_details reads them.
+    sizes: dict[str, int] = {}
+    details: dict[str, PassageMatch] = {}
+    for pid, mid, ordinal, text, source, native_id, turn_ordinal, turn_id, msg_ids, n, _ in rows:
+        if pid is None:
+            sizes[str(mid)] = n
+            continue
+        match = details.get(str(pid))
+        if match is None:
+            match = details[str(pid)] = PassageMatch(
+                id=pid,
+                memory_id=mid,
+                ordinal=ordinal,
+                text=text,
+                source=source,
+                native_task_id=native_id,
+                turns=[],
+            )
+        if turn_ordinal is not None:
+            match.turns.append(
+                PassageTurn(
+                    ordinal=turn_ordinal,
+                    native_turn_id=turn_id,
+                    native_message_ids=list(msg_ids or []),
+                )
+            )
+    by_position = {(str(m.memory_id), m.ordinal): m for m in details.values()}
     out: dict[str, list[PassageMatch]] = {}
     for h in hits:
         for p in h.passages:

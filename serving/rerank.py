@@ -145,12 +145,16 @@ def terms(
     return parts
 
 
-def dedup_exact(ranked: list[Candidate]) -> list[Candidate]:
-    """Collapse candidates with the same content (whitespace-insensitive), keeping the best."""
+def dedup_exact(ranked: list[Candidate], keys: dict[str, str] | None = None) -> list[Candidate]:
+    """Collapse candidates with the same content (whitespace-insensitive), keeping the best.
+    `keys` caches each candidate's normalised content across calls (top_results' batches)."""
+    keys = {} if keys is None else keys
     seen: set[str] = set()
     out = []
     for c in ranked:
-        key = " ".join(c.content.split()).casefold()
+        key = keys.get(c.id)
+        if key is None:
+            key = keys[c.id] = " ".join(c.content.split()).casefold()
         if key in seen:
             continue
         seen.add(key)
@@ -225,6 +229,7 @@ def top_results(
     order = sorted(candidates, key=lambda c: (-bounds[c.id], -c.rrf, c.id))
     scored: dict[str, dict[str, float]] = {}
     totals: dict[str, float] = {}
+    keys: dict[str, str] = {}  # normalised contents, computed once for every batch's dedup
     done = 0
     while True:
         step = batch if done else limit + batch
@@ -237,7 +242,7 @@ def top_results(
             totals[c.id] = sum(parts.values())
         done = min(len(order), done + step)
         pool = sorted(order[:done], key=lambda c: (-totals[c.id], -c.rrf, c.id))
-        chosen = diversify(dedup_exact(pool), totals)[:limit]
+        chosen = diversify(dedup_exact(pool, keys), totals)[:limit]
         if done == len(order):
             return chosen, scored
         # (A margin, though a sum of the same terms with one no larger is never larger.)

@@ -432,6 +432,7 @@ def run(scale: int, progress: Progress) -> list[Figure]:
         info = load_corpus(url, scale, progress=progress)
         reader = reader_url(url)
         n = query_count(scale)
+        small = scale < 10_000  # the tests' tiny run: few calls, clients and hooks
         figures = agents.guarded("search", lambda: measure(reader, info, n, progress), progress)
         held_out = [q.text for q in build_queries(info, min(n, CONTEXT_QUERIES), seed=1)]
         embedder = QueryEmbedder("http://127.0.0.1:9")  # the local space needs no server
@@ -443,13 +444,20 @@ def run(scale: int, progress: Progress) -> list[Figure]:
         figures += agents.guarded(
             "MCP call path",
             lambda: agents.mcp_figures(
-                reader, held_out, embedder, progress, sequential=min(200, 10 * n)
+                reader,
+                held_out,
+                embedder,
+                progress,
+                sequential=20 if small else 200,
+                levels=(1, 4) if small else agents.CLIENT_LEVELS,
+                calls_per_level=12 if small else 200,
+                at_once=20 if small else 200,
             ),
             progress,
         )
         figures += agents.guarded(
             "hook path",
-            lambda: agents.hook_figures(reader, held_out[:HOOK_PROMPTS], progress),
+            lambda: agents.hook_figures(reader, held_out[: 5 if small else HOOK_PROMPTS], progress),
             progress,
         )
         return figures

@@ -75,3 +75,31 @@ def test_bench_search_runs_and_appends_its_figures(session_home: Path, tmp_path:
     assert figures["BM25 channel on the keyword index (1) or PostgreSQL (0)"] == "1"
     assert float(figures["BM25 top-100 memories shared with exhaustive"]) >= 0.98
     assert float(figures["HNSW recall@100 (no filter)"]) >= 0.95
+    # What agents use (issue 35), each figure measured, none FAILED, each target beside it.
+    assert not [name for name in figures if "FAILED" in name], text
+    rows = {
+        cells[1].strip(): cells[3].strip()
+        for cells in (line.split("|") for line in text.splitlines() if line.startswith("| "))
+    }
+    for figure, target in (
+        ("context() p95 at 400 tokens", "<= 100 ms"),
+        ("context() p95 at 1,000 tokens", "<= 100 ms"),
+        ("context() p95 at 2,000 tokens", "<= 100 ms"),
+        ("MCP sequential p50 / in-process search() p50", "<= 1.3"),
+        ("MCP 1 clients: errors", "= 0"),
+        ("MCP 4 clients: errors", "= 0"),
+        ("MCP throughput 4 clients / 1 client", ">= 1.8"),
+        ("MCP 20 sessions at once: answered without error", "= 20"),
+        ("MCP 20 sessions at once: p95", "<= 5 s"),
+        ("hook cold session start injected", "= 1"),
+        ("hook prompt warm p95 (whole command)", "<= 500 ms"),
+        ("hook 20 prompts at once: answered with memory", "= "),
+    ):
+        assert rows[figure].startswith(target), (figure, rows[figure])
+    # Every MCP call was answered: the tiny corpus is no reason for an error.
+    assert figures["MCP 1 clients: errors"] == figures["MCP 4 clients: errors"] == "0"
+    assert float(figures["MCP 4 clients: calls/s"]) > 0
+    # The file opens with the latest figure for every target, the history below it.
+    head, history = text.split("## History", 1)
+    assert "| search | 300 | context() p95 at 1,000 tokens |" in head
+    assert "## search at scale 300" in history

@@ -51,6 +51,11 @@ class QueryEmbedder:
                 self._recent[key] = vector
         return vector
 
+    def forget_recent(self) -> None:
+        """Drop the recent queries' vectors (the benchmark times a first call's embedding)."""
+        with self._lock:
+            self._recent.clear()
+
     def embed_many(self, space: str, texts: list[str]) -> np.ndarray:
         if space not in self._by_space:
             from memory_pipeline.embedding.spaces import embedder_for
