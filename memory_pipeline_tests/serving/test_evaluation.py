@@ -261,3 +261,57 @@ def test_eval_checks_the_current_value_on_knowledge_updates(conn, reader) -> Non
     assert "  not first in the pack: wrong" in lines
     # Both messages are in the pack verbatim too.
     assert e.pack_verbatim == {1000: 1.0, 2000: 1.0}
+
+
+def test_the_eval_command_prints_the_current_value_and_derivation_precision(
+    conn, db_url, reader_url, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from memory_pipeline.cli import app
+    from memory_pipeline_tests.support.memories import add_memory
+    from serving.derivation_evaluation import derivation_key, memory_text
+
+    add_segment(
+        conn,
+        [
+            ("Where do we host the booking app?", "On Heroku, with the Postgres add-on."),
+            ("Still Heroku?", "No: we moved the booking app to a Hetzner server with Kamal."),
+        ],
+        native_id="chat-host",
+    )
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
+    add_memory(conn, "Move to Hetzner", "We moved the booking app to Hetzner.", type="decision")
+    item = {"source": "chat_import", "native_task_id": "chat-host"}
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        json.dumps(
+            {"id": "u1", "query": "where is the booking app hosted now", "kind": "knowledge_update",
+             "relevant": [{**item, "native_message_id": "chat-host-m3"}],
+             "older": [{**item, "native_message_id": "chat-host-m1"}]}
+        )
+    )  # fmt: skip
+    labels = tmp_path / "labels.jsonl"
+    text = memory_text("Move to Hetzner", "We moved the booking app to Hetzner.")
+    key = derivation_key("decision", text)
+    labels.write_text(
+        json.dumps({"key": key, "kind": "decision", "label": "correct", "reason": "r"}) + "\n"
+    )
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.setenv("MEMORY_READER_URL", reader_url)
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    args = ["eval", "--gold", str(gold), "--derivation-labels", str(labels)]
+    out = CliRunner().invoke(app, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    # The pack quotes the segment in turn order: Heroku is read before Hetzner.
+    assert data["evidence"]["current_value_first"]["pack"] == {"1000": 0.0, "2000": 0.0}
+    assert data["derivations"]["kinds"]["decision"]["precision"] == 1.0
+    text_out = CliRunner().invoke(app, args)
+    assert text_out.exit_code == 0, text_out.output
+    assert "current value first (1 knowledge-update questions, 1 naming" in text_out.output
+    assert "0 of 1 current derivations have no label" in text_out.output
+    missing = CliRunner().invoke(app, ["eval", "--gold", str(gold), "--derivation-labels", "/nope"])
+    assert missing.exit_code != 0 and "derivation labels /nope not found" in str(missing.exception)
