@@ -12,8 +12,9 @@ queries (after a warm-up) and prints p50 and p95.
     .venv/bin/python scripts/bench_retrieval.py --only oblique_conversations --per-conversation
 
 Gold sets: the demo corpus (`memory_pipeline/demo/gold.jsonl`, MEMORY_SOURCES=demo), and the
-long-conversation and oblique-question sets (`evaluation/long_conversations/`,
-`evaluation/oblique_conversations/`, each imported as chat exports with MEMORY_SOURCES=real,
+long-conversation, oblique-question and spread-over-sessions sets
+(`evaluation/long_conversations/`, `evaluation/oblique_conversations/`,
+`evaluation/spread_sessions/`, each imported as chat exports with MEMORY_SOURCES=real,
 MEMORY_IMPORT_DIR=<its conversations>, MEMORY_SEMANTIC_QUIET_MINUTES=0).
 """
 
@@ -31,12 +32,15 @@ import time
 from functools import partial
 from pathlib import Path
 
-from serving.evaluation import EvidenceScores
+from serving.derivation_evaluation import PrecisionReport
+from serving.derivation_evaluation import report_lines as derivation_lines
+from serving.evaluation import EvidenceScores, evidence_lines
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "memory-pipeline")
 LONG = REPO / "evaluation" / "long_conversations"
 OBLIQUE = REPO / "evaluation" / "oblique_conversations"
+SPREAD = REPO / "evaluation" / "spread_sessions"
 GOLD_SETS = {
     "demo": {"env": {"MEMORY_SOURCES": "demo"}, "gold": None},
     "long_conversations": {
@@ -56,6 +60,14 @@ GOLD_SETS = {
             "MEMORY_SEMANTIC_QUIET_MINUTES": "0",
         },
         "gold": OBLIQUE / "gold.jsonl",
+    },
+    "spread_sessions": {
+        "env": {
+            "MEMORY_SOURCES": "real",
+            "MEMORY_IMPORT_DIR": str(SPREAD / "conversations"),
+            "MEMORY_SEMANTIC_QUIET_MINUTES": "0",
+        },
+        "gold": SPREAD / "gold.jsonl",
     },
 }
 
@@ -128,6 +140,7 @@ def run_gold_set(name: str, home: Path, repeat: int = 3) -> dict[str, object]:
         "queries": report["queries"],
         "scores": report["scores"],
         "evidence": report["evidence"],
+        "derivations": report.get("derivations"),
     }
     for split, gold in spec.get("also", {}).items():  # type: ignore[attr-defined]
         more = json.loads(_cli(env, "eval", "--json", "--gold", str(gold)).stdout)
@@ -183,7 +196,7 @@ def run_per_conversation(name: str, home: Path) -> dict[str, object]:
         },
         "evidence": {
             side: {b: round(sum(q[side][b] for q in per_query) / n, 4) for b in budgets}
-            for side in ("pack", "baseline")
+            for side in ("pack", "baseline", "pack_verbatim", "baseline_verbatim")
         }
         | {"messages": sum(r["evidence"]["messages"] for r in reports), "per_query": per_query},
     }
@@ -230,14 +243,12 @@ def print_result(name: str, r: dict[str, object]) -> None:
         f"full pipeline: Recall@5 {full['recall_at_5']:.3f}  Recall@10 {full['recall_at_10']:.3f}"
         f"  MRR {full['mrr']:.3f}"
     )
-    print(f"evidence found ({ev['messages']} raw messages in the baseline)")
-    print(f"{'budget':<8} {'pack':>7} {'baseline':>9}")
-    for budget, value in ev["pack"].items():
-        print(f"{budget:<8} {value:>7.3f} {ev['baseline'][budget]:>9.3f}")
-    kinds = EvidenceScores.model_validate({"unresolved": 0, **ev}).by_kind()
-    for kind, (n, pack, base) in kinds.items() if len(kinds) > 1 else ():
-        cells = "  ".join(f"{b}: pack {pack[b]:.3f} baseline {base[b]:.3f}" for b in pack)
-        print(f"  {kind} ({n}): {cells}")
+    scores = EvidenceScores.model_validate({"unresolved": 0, **ev})
+    for line in evidence_lines(scores):
+        print(line)
+    if r.get("derivations"):
+        derived = PrecisionReport.model_validate(r["derivations"])
+        print("\n".join(derivation_lines(derived)))
     if "search_ms" in r:
         p50, p95, n = r["search_ms"]  # type: ignore[misc]
         print(f"demo search: p50 {p50:.1f} ms, p95 {p95:.1f} ms over {n} searches")

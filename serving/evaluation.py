@@ -10,10 +10,17 @@ Two measures, each over the production code with the weights of `memory_pipeline
   the same run over the same captured turns: every raw message a document, Okapi BM25 (k1 1.2,
   b 0.75, PostgreSQL's English lexemes) and the serving space's vectors, RRF (k 60) of the top
   100 of each, packed in rank order (a message that does not fit is skipped, as the pack skips
-  an excerpt), tokens counted as characters / 4 as the project counts them. A message is found
-  when at least 70% of its content words (`serving.text.tokens`) are in the packed text. A gold
-  item naming a message is that message; one naming a turn is the turn's whole text (all its
-  messages together), so quoting the question without its answer does not count.
+  an excerpt), tokens counted as characters / 4 as the project counts them. Each raw message is
+  indexed and packed with its speaker ("Walter: ..."; "User" / "Agent" when a turn names none),
+  as a person would index a chat. A message is found by the word rule when at least 70% of its
+  content words (`serving.text.tokens`) are in the packed text, and verbatim when its whole text
+  is (whitespace and case aside). A gold item naming a message is that message; one naming a turn
+  is the turn's whole text (all its messages together), so quoting the question without its
+  answer does not count.
+- **Current value first** (knowledge-update questions): the current statement (the question's
+  evidence less the `older` statements it supersedes) is in the pack before any older one: the
+  shortest prefix of the packed text that holds it (word rule) is shorter than every prefix that
+  holds an older statement. Not in the pack at all counts as not first.
 
 Messages are recovered from captured turns: a turn's prompt and outcome hold their messages
 joined by blank lines, with the native message ids in order; when the pieces do not match the
@@ -36,7 +43,7 @@ from memory_pipeline import tuning
 from memory_pipeline.embedding.spaces import serving_space
 from serving.context_pack import context, tokens_of
 from serving.models import SearchHit
-from serving.render import pack_item_text
+from serving.render import clean, pack_item_text
 from serving.rerank import rrf_scores
 from serving.search import QueryEmbedder, search
 from serving.text import tokens
@@ -75,6 +82,13 @@ class GoldQuery(BaseModel):
     query: str
     relevant: list[GoldTurn]
     kind: str | None = None
+    # A knowledge update's superseded statements (the current value is the rest of `relevant`;
+    # they may or may not be in `relevant` too).
+    older: list[GoldTurn] = []
+
+    @property
+    def current(self) -> list[GoldTurn]:
+        return [item for item in self.relevant if item not in self.older]
 
 
 class ChannelScores(BaseModel):
@@ -89,37 +103,90 @@ class QueryOutcome(BaseModel):
     first_hit_rank: dict[str, int | None]  # channel -> rank of the first relevant result
 
 
+KNOWLEDGE_UPDATE = "knowledge_update"
+SIDES = ("pack", "baseline", "pack_verbatim", "baseline_verbatim")
+
+
 class QueryEvidence(BaseModel):
-    """One question's share of its evidence found, by token budget."""
+    """One question's share of its evidence found, by token budget: by the word rule and
+    verbatim, in the context pack and in the raw-message baseline; for a knowledge update,
+    whether the current statement came before every older one."""
 
     id: str
     kind: str | None
     pack: dict[int, float]
     baseline: dict[int, float]
+    pack_verbatim: dict[int, float] = {}
+    baseline_verbatim: dict[int, float] = {}
+    current_first: dict[int, bool] | None = None  # pack, knowledge updates only
+    current_first_baseline: dict[int, bool] | None = None
+    older: int = 0  # older statements named by the gold question
+
+
+class KindEvidence(BaseModel):
+    """The mean found share of one kind of question, per side and budget."""
+
+    n: int
+    pack: dict[int, float]
+    baseline: dict[int, float]
+    pack_verbatim: dict[int, float]
+    baseline_verbatim: dict[int, float]
+
+
+class CurrentFirst(BaseModel):
+    """Knowledge-update questions whose current statement came first, as a share by budget."""
+
+    questions: int
+    with_older: int  # of which name the older statements (the rest: the current one found)
+    pack: dict[int, float]
+    baseline: dict[int, float]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
 
 
 class EvidenceScores(BaseModel):
     """Share of gold evidence found in the packed text, by token budget."""
 
-    pack: dict[int, float]  # the context pack
+    pack: dict[int, float]  # the context pack, word rule
     baseline: dict[int, float]  # raw messages, BM25 + vectors, RRF, packed in rank order
+    pack_verbatim: dict[int, float] = {}  # the whole message in the packed text
+    baseline_verbatim: dict[int, float] = {}
     messages: int  # raw messages the baseline ranked
     unresolved: int  # gold items that name no captured turn or message (counted as not found)
     per_query: list[QueryEvidence] = []
 
-    def by_kind(self) -> dict[str, tuple[int, dict[int, float], dict[int, float]]]:
-        """Per question kind: its questions and the mean found share of pack and baseline."""
+    def by_kind(self) -> dict[str, KindEvidence]:
+        """Per question kind: its questions and the mean found share of each side."""
         groups: dict[str, list[QueryEvidence]] = {}
         for q in self.per_query:
             groups.setdefault(q.kind or "-", []).append(q)
         return {
-            kind: (
-                len(qs),
-                {b: round(sum(q.pack[b] for q in qs) / len(qs), 4) for b in self.pack},
-                {b: round(sum(q.baseline[b] for q in qs) / len(qs), 4) for b in self.baseline},
+            kind: KindEvidence(
+                n=len(qs),
+                **{
+                    side: {b: _mean([getattr(q, side).get(b, 0.0) for q in qs]) for b in self.pack}
+                    for side in SIDES
+                },
             )
             for kind, qs in sorted(groups.items())
         }
+
+    def current_first(self) -> CurrentFirst | None:
+        """The current-value check over the knowledge-update questions (None: there are none)."""
+        qs = [q for q in self.per_query if q.current_first is not None]
+        if not qs:
+            return None
+        return CurrentFirst(
+            questions=len(qs),
+            with_older=sum(1 for q in qs if q.older),
+            pack={b: _mean([float(q.current_first[b]) for q in qs]) for b in self.pack},  # type: ignore[index]
+            baseline={
+                b: _mean([float((q.current_first_baseline or {}).get(b, False)) for q in qs])
+                for b in self.pack
+            },
+        )
 
 
 class EvaluationReport(BaseModel):
@@ -211,18 +278,31 @@ class RawMessage:
     turn_ordinal: int
     message_id: str | None
     text: str
+    speaker: str | None = None
+
+    @property
+    def document(self) -> str:
+        """The message as the baseline indexes and packs it: with its speaker."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
 
 
 def turn_messages(prompt: str, outcome: str, ids: Sequence[str]) -> list[tuple[str | None, str]]:
     """(native message id, text) of each message of a captured turn (see the module doc)."""
-    pieces = [p for p in prompt.split("\n\n") if p.strip()]
-    pieces += [p for p in outcome.split("\n\n") if p.strip()]
+    return [(msg_id, text) for msg_id, text, _ in _turn_pieces(prompt, outcome, ids)]
+
+
+def _turn_pieces(
+    prompt: str, outcome: str, ids: Sequence[str]
+) -> list[tuple[str | None, str, bool]]:
+    """turn_messages, and whether each message is on the outcome side."""
+    pieces = [(p, False) for p in prompt.split("\n\n") if p.strip()]
+    pieces += [(p, True) for p in outcome.split("\n\n") if p.strip()]
     if ids and len(pieces) == len(ids):
-        return list(zip(ids, pieces, strict=True))
-    sides = [t for t in (prompt, outcome) if t.strip()]
+        return [(i, t, side) for i, (t, side) in zip(ids, pieces, strict=True)]
+    sides = [(t, side) for t, side in ((prompt, False), (outcome, True)) if t.strip()]
     if len(ids) == len(sides):
-        return list(zip(ids, sides, strict=True))
-    return [(None, t) for t in sides]
+        return [(i, t, side) for i, (t, side) in zip(ids, sides, strict=True)]
+    return [(None, t, side) for t, side in sides]
 
 
 def load_messages(
@@ -231,21 +311,23 @@ def load_messages(
     """Every raw message of the captured turns, each once (an appended turn that repeats an
     unanswered question repeats its message); and the turn of every native message id."""
     rows = conn.execute(
-        "SELECT t.source, t.native_id, a.ordinal, a.prompt, a.outcome, a.native_message_ids"
+        "SELECT t.source, t.native_id, a.ordinal, a.prompt, a.outcome, a.native_message_ids,"
+        " coalesce(a.prompt_speaker, 'User'), coalesce(a.outcome_speaker, 'Agent')"
         " FROM agent_turns a JOIN captured_tasks t ON t.id = a.task_id"
         " ORDER BY t.source, t.native_id, a.ordinal"
     ).fetchall()
     out: list[RawMessage] = []
     turn_of: dict[tuple[str, str, str], int] = {}
     seen: set[tuple[str, str, str]] = set()
-    for source, native_id, ordinal, prompt, outcome, ids in rows:
+    for source, native_id, ordinal, prompt, outcome, ids, asks, answers in rows:
         for msg_id in ids or []:
             turn_of.setdefault((source, native_id, msg_id), ordinal)
-        for msg_id, text in turn_messages(prompt, outcome, list(ids or [])):
+        for msg_id, text, answer in _turn_pieces(prompt, outcome, list(ids or [])):
             key = (source, native_id, msg_id or " ".join(text.split()))
             if key not in seen:
                 seen.add(key)
-                out.append(RawMessage(source, native_id, ordinal, msg_id, text))
+                speaker = answers if answer else asks
+                out.append(RawMessage(source, native_id, ordinal, msg_id, text, speaker))
     return out, turn_of
 
 
@@ -277,8 +359,45 @@ def found_in(evidence: str, packed: set[str], packed_text: str) -> bool:
     """At least EVIDENCE_MIN_SHARE of the message's content words are in the packed text."""
     words = tokens(evidence)
     if not words:
-        return " ".join(evidence.split()).casefold() in " ".join(packed_text.split()).casefold()
+        return found_verbatim(evidence, packed_text)
     return len(words & packed) / len(words) >= EVIDENCE_MIN_SHARE
+
+
+def _normal(text: str) -> str:
+    return " ".join(clean(text).split()).casefold()
+
+
+def found_verbatim(evidence: str, packed_text: str) -> bool:
+    """The whole message is in the packed text (whitespace and case aside, and cleaned as the
+    pack cleans what it quotes); for a turn, each of its messages (paragraphs)."""
+    packed = _normal(packed_text)
+    pieces = [p for p in evidence.split("\n\n") if p.strip()] or [evidence]
+    return all(_normal(p) in packed for p in pieces)
+
+
+def found_at(evidence: str, packed_text: str) -> int | None:
+    """The length of the shortest prefix of the packed text in which the message is found by
+    the word rule; None when the whole text does not hold it."""
+    if not found_in(evidence, tokens(packed_text), packed_text):
+        return None
+    low, high = 0, len(packed_text)
+    while low < high:  # more text never holds fewer of the message's words
+        mid = (low + high) // 2
+        prefix = packed_text[:mid]
+        if found_in(evidence, tokens(prefix), prefix):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def current_first(packed_text: str, current: Sequence[str], older: Sequence[str]) -> bool:
+    """A current statement is in the packed text, before every older statement that is."""
+    now = [at for at in (found_at(e, packed_text) for e in current) if at is not None]
+    if not now:
+        return False
+    before = [at for at in (found_at(e, packed_text) for e in older) if at is not None]
+    return not before or min(now) < min(before)
 
 
 @dataclass
@@ -302,13 +421,13 @@ class RawBaseline:
             "SELECT d.n - 1, u.lexeme, coalesce(array_length(u.positions, 1), 1)"
             " FROM unnest(%s::text[]) WITH ORDINALITY AS d(text, n),"
             " unnest(to_tsvector('english', d.text)) AS u",
-            [[m.text for m in messages]],
+            [[m.document for m in messages]],
         ).fetchall()
         for doc, lexeme, tf in rows:
             base.postings.setdefault(lexeme, []).append((doc, tf))
             base.lengths[doc] += tf
         if embed is not None and messages:
-            base.vectors = embed([m.text for m in messages])
+            base.vectors = embed([m.document for m in messages])
         return base
 
     def bm25(self, lexemes: list[str]) -> list[int]:
@@ -340,10 +459,11 @@ class RawBaseline:
         used = 0
         texts = []
         for doc in ranked:
-            cost = tokens_of(self.messages[doc].text)
+            text = self.messages[doc].document
+            cost = tokens_of(text)
             if used + cost <= budget:
                 used += cost
-                texts.append(self.messages[doc].text)
+                texts.append(text)
         return "\n\n".join(texts)
 
 
@@ -375,23 +495,43 @@ def evidence_recall(
     for q in gold:
         evidence = [index.text(item, turn_of) for item in q.relevant]
         unresolved += sum(1 for e in evidence if e is None)
+        update = q.kind == KNOWLEDGE_UPDATE
+        current = [t for t in (index.text(i, turn_of) for i in q.current) if t is not None]
+        older = [t for t in (index.text(i, turn_of) for i in q.older) if t is not None]
         qvec = embedder.embed(space[0], q.query) if space and embedder else None
         ranked = baseline.rank(query_lexemes(conn, q.query), qvec)
-        pack_found: dict[int, float] = {}
-        base_found: dict[int, float] = {}
+        found: dict[str, dict[int, float]] = {side: {} for side in SIDES}
+        first: dict[str, dict[int, bool]] = {"pack": {}, "baseline": {}}
         for budget in budgets:
             pack = context(conn, q.query, budget, embedder=embedder, record_surface=None)
-            pack_text = "\n".join(pack_item_text(i) for i in pack.items)
-            base_text = baseline.pack(ranked, budget)
-            for text, found in ((pack_text, pack_found), (base_text, base_found)):
+            texts = {
+                "pack": "\n".join(pack_item_text(i) for i in pack.items),
+                "baseline": baseline.pack(ranked, budget),
+            }
+            for side, text in texts.items():
                 words = tokens(text)
                 hits = sum(e is not None and found_in(e, words, text) for e in evidence)
-                found[budget] = hits / len(q.relevant)
-        per_query.append(QueryEvidence(id=q.id, kind=q.kind, pack=pack_found, baseline=base_found))
-    n = max(len(gold), 1)
+                whole = sum(e is not None and found_verbatim(e, text) for e in evidence)
+                found[side][budget] = hits / len(q.relevant)
+                found[f"{side}_verbatim"][budget] = whole / len(q.relevant)
+                if update:
+                    first[side][budget] = current_first(text, current, older)
+        per_query.append(
+            QueryEvidence(
+                id=q.id,
+                kind=q.kind,
+                **found,
+                current_first=first["pack"] if update else None,
+                current_first_baseline=first["baseline"] if update else None,
+                older=len(q.older),
+            )
+        )
+    means = {
+        side: {b: _mean([getattr(q, side)[b] for q in per_query]) for b in budgets}
+        for side in SIDES
+    }
     return EvidenceScores(
-        pack={b: round(sum(q.pack[b] for q in per_query) / n, 4) for b in budgets},
-        baseline={b: round(sum(q.baseline[b] for q in per_query) / n, 4) for b in budgets},
+        **means,
         messages=len(messages),
         unresolved=unresolved,
         per_query=per_query,
@@ -406,25 +546,53 @@ def report_table(report: EvaluationReport) -> str:
     for name, s in report.scores.items():
         lines.append(f"{name:<8} {s.recall_at_5:>9.3f} {s.recall_at_10:>10.3f} {s.mrr:>7.3f}")
     if report.evidence:
-        e = report.evidence
-        lines.append(
-            f"evidence found in the packed text ({tuning.CHARS_PER_TOKEN} characters per token;"
-            f" baseline: {e.messages} raw messages, BM25 + vectors, RRF)"
-        )
-        lines.append(f"{'budget':<8} {'pack':>9} {'baseline':>10}")
-        for budget in e.pack:
-            lines.append(f"{budget:<8} {e.pack[budget]:>9.3f} {e.baseline[budget]:>10.3f}")
-        kinds = e.by_kind()
-        if len(kinds) > 1:
-            budgets = " ".join(f"{'pack@' + str(b):>10} {'base@' + str(b):>10}" for b in e.pack)
-            lines.append(f"{'kind':<24} {'n':>4} {budgets}")
-            for kind, (n, pack, base) in kinds.items():
-                cells = " ".join(f"{pack[b]:>10.3f} {base[b]:>10.3f}" for b in e.pack)
-                lines.append(f"{kind:<24} {n:>4} {cells}")
-        if e.unresolved:
-            lines.append(f"{e.unresolved} gold items name no captured message (not found)")
+        lines += evidence_lines(report.evidence)
     missed = [o for o in report.per_query if o.first_hit_rank.get("full") is None]
     if missed:
         lines.append("not found by the full pipeline in the top 10:")
         lines.extend(f"  {o.id}: {o.query}" for o in missed)
     return "\n".join(lines)
+
+
+def evidence_lines(e: EvidenceScores) -> list[str]:
+    """The evidence figures as a table: each cell `word rule / verbatim`, the larger budget
+    first; per kind when there are several; then the current-value check."""
+    budgets = sorted(e.pack, reverse=True)
+
+    def cell(found: dict[int, float], whole: dict[int, float], b: int) -> str:
+        return f"{found[b]:.3f}/{whole.get(b, 0.0):.3f}"
+
+    lines = [
+        f"evidence found in the packed text ({tuning.CHARS_PER_TOKEN} characters per token;"
+        f" baseline: {e.messages} raw messages with their speakers, BM25 + vectors, RRF);"
+        f" each cell: word rule ({EVIDENCE_MIN_SHARE:.0%} of a message's content words) / verbatim",
+        f"{'budget':<8} {'pack':>13} {'baseline':>13}",
+    ]
+    for b in budgets:
+        lines.append(
+            f"{b:<8} {cell(e.pack, e.pack_verbatim, b):>13}"
+            f" {cell(e.baseline, e.baseline_verbatim, b):>13}"
+        )
+    kinds = e.by_kind()
+    if len(kinds) > 1:
+        head = " ".join(f"{'pack@' + str(b):>13} {'base@' + str(b):>13}" for b in budgets)
+        lines.append(f"{'kind':<24} {'n':>4} {head}")
+        for kind, k in kinds.items():
+            pack = [cell(k.pack, k.pack_verbatim, b) for b in budgets]
+            base = [cell(k.baseline, k.baseline_verbatim, b) for b in budgets]
+            cells = " ".join(f"{p:>13} {r:>13}" for p, r in zip(pack, base, strict=True))
+            lines.append(f"{kind:<24} {k.n:>4} {cells}")
+    if e.unresolved:
+        lines.append(f"{e.unresolved} gold items name no captured message (not found)")
+    first = e.current_first()
+    if first is not None:
+        at = lambda side: ", ".join(f"@{b} {side[b]:.3f}" for b in budgets)  # noqa: E731
+        lines.append(
+            f"current value first ({first.questions} knowledge-update questions, "
+            f"{first.with_older} naming the older statements): pack {at(first.pack)};"
+            f" baseline {at(first.baseline)}"
+        )
+        late = [q.id for q in e.per_query if q.current_first and not all(q.current_first.values())]
+        if late:
+            lines.append(f"  not first in the pack: {' '.join(late)}")
+    return lines

@@ -339,10 +339,19 @@ def evaluate_retrieval(
         Path | None,
         typer.Option(help="With --sources: the questions (JSON Lines); default: the demo's."),
     ] = None,
+    derivation_labels: Annotated[
+        Path | None,
+        typer.Option(
+            help="Hand labels of derived decisions, insights, correction episodes, contradicts "
+            "edges and dream memories (JSON Lines); default: evaluation/derivations/labels.jsonl.",
+        ),
+    ] = None,
 ) -> None:
     """Recall@5, Recall@10 and MRR of BM25, vectors and the full pipeline on a gold set, and
     evidence found within 1,000 and 2,000 tokens of the context pack vs raw messages; then
-    precision and recall of discovered relationships per edge type. With --secrets: recall and
+    precision and recall of discovered relationships per edge type; the current value first on
+    knowledge-update questions, and the precision of what the pipeline derived against hand
+    labels. With --secrets: recall and
     false positives of redaction instead. With --semantic: segment boundary F1, title
     acceptability and decision/insight precision and recall of the semantic pass on real
     sessions."""
@@ -355,7 +364,11 @@ def evaluate_retrieval(
     if sources:
         _evaluate_sources(sources_gold or DEMO_SOURCES_GOLD, json_output)
         return
+    import json
+
     from serving.db import connect_reader, reader_errors
+    from serving.derivation_evaluation import DERIVATION_LABELS, evaluate_derivations
+    from serving.derivation_evaluation import report_lines as derivation_lines
     from serving.evaluation import evaluate, load_gold, report_table
     from serving.search import QueryEmbedder
 
@@ -363,9 +376,23 @@ def evaluate_retrieval(
         raise UserError(f"gold set {gold} not found")
     queries = load_gold(gold)
     settings = Settings.from_env()
+    labels_path = derivation_labels or DERIVATION_LABELS
+    if derivation_labels is not None and not derivation_labels.is_file():
+        raise UserError(f"derivation labels {derivation_labels} not found")
     with reader_errors(), connect_reader() as conn:
         report = evaluate(conn, queries, QueryEmbedder(settings.ollama_host), evidence=evidence)
-    typer.echo(report.model_dump_json(indent=2) if json_output else report_table(report))
+        derived = evaluate_derivations(conn, labels_path) if labels_path.is_file() else None
+    if json_output:
+        data = report.model_dump(mode="json")
+        if report.evidence is not None and (first := report.evidence.current_first()):
+            data["evidence"]["current_value_first"] = first.model_dump(mode="json")
+        if derived is not None:
+            data["derivations"] = derived.model_dump(mode="json")
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(report_table(report))
+        if derived is not None:
+            typer.echo("\n" + "\n".join(derivation_lines(derived, labels_path)))
     if relationships_gold is None and gold == DEMO_GOLD:
         from memory_pipeline.relationships.evaluation import DEMO_RELATIONSHIPS_GOLD
 

@@ -20,8 +20,12 @@ from serving.evaluation import (
     GoldQuery,
     RawBaseline,
     RawMessage,
+    current_first,
     evaluate,
+    evidence_lines,
+    found_at,
     found_in,
+    found_verbatim,
     load_messages,
     query_lexemes,
     report_table,
@@ -156,12 +160,158 @@ def test_eval_reports_evidence_for_the_pack_and_the_baseline(conn, reader) -> No
         ("q1", "multi_hop", 2 / 3),
         ("q2", "single_hop", 1.0),
     ]
-    assert e.by_kind()["multi_hop"] == (
+    multi = e.by_kind()["multi_hop"]
+    assert (multi.n, multi.pack, multi.baseline) == (
         1,
         {1000: 0.6667, 2000: 0.6667},
         {1000: 0.6667, 2000: 0.6667},
     )
+    # Verbatim: the baseline packs each whole message (with its speaker), so what the word
+    # rule finds there is also there verbatim.
+    assert multi.baseline_verbatim == multi.baseline and e.baseline_verbatim == e.baseline
     table = report_table(report)
     assert "pack" in table and "baseline" in table and "1 gold items name no captured" in table
     assert any(line.split()[:2] == ["single_hop", "1"] for line in table.splitlines())
     assert LOCAL_SPACE  # the baseline used the serving space's vectors
+
+
+def test_verbatim_needs_the_whole_message_the_word_rule_most_of_its_words() -> None:
+    evidence = "The offsite copy runs nightly at two over WireGuard tunnels"
+    packed = "Jonas: the OFFSITE copy runs  nightly at two\nover WireGuard tunnels, says the doc"
+    assert found_verbatim(evidence, packed)  # case and whitespace aside
+    reworded = "offsite copy runs nightly two WireGuard tunnels"  # every content word, reworded
+    assert found_in(evidence, tokens(reworded), reworded)
+    assert not found_verbatim(evidence, reworded)
+
+
+def test_the_current_value_comes_first_only_when_it_precedes_every_older_one() -> None:
+    old = "We host Surfdesk on Heroku with the Postgres add-on"
+    new = "Surfdesk now runs on a Hetzner server deployed with Kamal"
+    other = "Render was the host for a while, with Postgres 15"
+    # Found where the word rule first holds: within the message, well before the old one.
+    assert 0 < found_at(new, f"{new}\n{old}") <= len(new) < found_at(new, f"{old}\n{new}")
+    assert found_at(new, old) is None
+    assert current_first(f"{new}\n{old}\n{other}", [new], [old, other])
+    assert not current_first(f"{old}\n{new}", [new], [old])  # the old value read first
+    assert not current_first(f"{other}\n{new}\n{old}", [new], [old, other])
+    assert current_first(new, [new], [old])  # no older statement packed
+    assert not current_first(old, [new], [old])  # the current value left out is not first
+    assert not current_first("", [new], [])
+    # Several current statements (the value said again later): the first one counts.
+    assert current_first(
+        f"{new}\n{old}\nStill Hetzner and Kamal, nothing changed", ["x", new], [old]
+    )
+
+
+def test_the_baseline_indexes_each_message_with_its_speaker(conn, reader) -> None:  # type: ignore[no-untyped-def]
+    add_segment(conn, [("Which tomatoes for the balcony?", "Cherry tomatoes in big pots.")])
+    messages, _ = load_messages(reader)
+    assert [(m.speaker, m.document) for m in messages] == [
+        ("Mara", "Mara: Which tomatoes for the balcony?"),
+        ("Jonas", "Jonas: Cherry tomatoes in big pots."),
+    ]
+    base = RawBaseline.build(reader, messages, embed=None)
+    # The speaker's name is a word of the document: a question naming the person finds it.
+    assert base.bm25(query_lexemes(reader, "what did Jonas say")) == [1]
+    assert (
+        base.pack([1, 0], 100)
+        == "Jonas: Cherry tomatoes in big pots.\n\nMara: Which tomatoes for the balcony?"
+    )
+
+
+def test_eval_checks_the_current_value_on_knowledge_updates(conn, reader) -> None:  # type: ignore[no-untyped-def]
+    add_segment(
+        conn,
+        [
+            ("Where do we host the booking app?", "On Heroku, with the Postgres add-on."),
+            ("Still Heroku?", "No: we moved the booking app to a Hetzner server with Kamal."),
+        ],
+        native_id="chat-host",
+    )
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
+
+    def item(n: int) -> dict[str, str]:
+        return {
+            "source": "chat_import",
+            "native_task_id": "chat-host",
+            "native_message_id": f"chat-host-m{n}",
+        }
+
+    def update(qid: str, current: int, older: int) -> GoldQuery:
+        return GoldQuery.model_validate(
+            {"id": qid, "query": "where is the booking app hosted now", "kind": "knowledge_update",
+             "relevant": [item(current), item(older)], "older": [item(older)]}
+        )  # fmt: skip
+
+    # One segment, packed whole in turn order: Heroku (m1) is read before Hetzner (m3).
+    gold = [update("right", current=1, older=3), update("wrong", current=3, older=1)]
+    assert gold[1].current == [gold[1].relevant[0]]
+    report = evaluate(reader, gold, QueryEmbedder("http://127.0.0.1:9"))
+    e = report.evidence
+    assert e is not None
+    assert [q.current_first for q in e.per_query] == [
+        {1000: True, 2000: True},
+        {1000: False, 2000: False},
+    ]
+    first = e.current_first()
+    assert first is not None and (first.questions, first.with_older) == (2, 2)
+    assert first.pack == {1000: 0.5, 2000: 0.5}
+    lines = evidence_lines(e)
+    assert any(line.startswith("current value first (2 knowledge-update") for line in lines)
+    assert "  not first in the pack: wrong" in lines
+    # Both messages are in the pack verbatim too.
+    assert e.pack_verbatim == {1000: 1.0, 2000: 1.0}
+
+
+def test_the_eval_command_prints_the_current_value_and_derivation_precision(
+    conn, db_url, reader_url, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from typer.testing import CliRunner
+
+    from memory_pipeline.cli import app
+    from memory_pipeline_tests.support.memories import add_memory
+    from serving.derivation_evaluation import derivation_key, memory_text
+
+    add_segment(
+        conn,
+        [
+            ("Where do we host the booking app?", "On Heroku, with the Postgres add-on."),
+            ("Still Heroku?", "No: we moved the booking app to a Hetzner server with Kamal."),
+        ],
+        native_id="chat-host",
+    )
+    embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))
+    add_memory(conn, "Move to Hetzner", "We moved the booking app to Hetzner.", type="decision")
+    item = {"source": "chat_import", "native_task_id": "chat-host"}
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        json.dumps(
+            {"id": "u1", "query": "where is the booking app hosted now", "kind": "knowledge_update",
+             "relevant": [{**item, "native_message_id": "chat-host-m3"}],
+             "older": [{**item, "native_message_id": "chat-host-m1"}]}
+        )
+    )  # fmt: skip
+    labels = tmp_path / "labels.jsonl"
+    text = memory_text("Move to Hetzner", "We moved the booking app to Hetzner.")
+    key = derivation_key("decision", text)
+    labels.write_text(
+        json.dumps({"key": key, "kind": "decision", "label": "correct", "reason": "r"}) + "\n"
+    )
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.setenv("MEMORY_READER_URL", reader_url)
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    args = ["eval", "--gold", str(gold), "--derivation-labels", str(labels)]
+    out = CliRunner().invoke(app, [*args, "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    # The pack quotes the segment in turn order: Heroku is read before Hetzner.
+    assert data["evidence"]["current_value_first"]["pack"] == {"1000": 0.0, "2000": 0.0}
+    assert data["derivations"]["kinds"]["decision"]["precision"] == 1.0
+    text_out = CliRunner().invoke(app, args)
+    assert text_out.exit_code == 0, text_out.output
+    assert "current value first (1 knowledge-update questions, 1 naming" in text_out.output
+    assert "0 of 1 current derivations have no label" in text_out.output
+    missing = CliRunner().invoke(app, ["eval", "--gold", str(gold), "--derivation-labels", "/nope"])
+    assert missing.exit_code != 0 and "derivation labels /nope not found" in str(missing.exception)
