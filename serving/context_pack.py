@@ -50,12 +50,12 @@ from serving.models import (
     Excerpt,
     LeftOut,
     PassageMatch,
-    PassageTurn,
     SearchFilters,
     SearchHit,
 )
 from serving.render import pack_item_text
 from serving.search import QueryEmbedder, record_retrievals, search
+from serving.search.provenance import collect_passages
 from serving.text import tokens
 
 _ELLIPSIS = " [...]"
@@ -201,31 +201,8 @@ def _neighbours_and_sizes(
         [[m for m, _ in wanted], [o for _, o in wanted], memory_ids],
     ).fetchall()
     # A passage's rows together, its turns in their order (u.n), as passage_details reads them.
-    sizes: dict[str, int] = {}
-    details: dict[str, PassageMatch] = {}
-    for pid, mid, ordinal, text, source, native_id, turn_ordinal, turn_id, msg_ids, n, _ in rows:
-        if pid is None:
-            sizes[str(mid)] = n
-            continue
-        match = details.get(str(pid))
-        if match is None:
-            match = details[str(pid)] = PassageMatch(
-                id=pid,
-                memory_id=mid,
-                ordinal=ordinal,
-                text=text,
-                source=source,
-                native_task_id=native_id,
-                turns=[],
-            )
-        if turn_ordinal is not None:
-            match.turns.append(
-                PassageTurn(
-                    ordinal=turn_ordinal,
-                    native_turn_id=turn_id,
-                    native_message_ids=list(msg_ids or []),
-                )
-            )
+    sizes = {str(row[1]): row[9] for row in rows if row[0] is None}
+    details = collect_passages(row[:9] for row in rows if row[0] is not None)
     by_position = {(str(m.memory_id), m.ordinal): m for m in details.values()}
     out: dict[str, list[PassageMatch]] = {}
     for h in hits:

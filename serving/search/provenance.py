@@ -3,7 +3,8 @@ their turn ordinals and native ids."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import psycopg
 
@@ -115,6 +116,12 @@ def passage_details(
         " WHERE p.id = ANY(%s::uuid[]) ORDER BY p.id, u.n",
         [list(passage_ids)],
     ).fetchall()
+    return collect_passages(rows)
+
+
+def collect_passages(rows: Iterable[Sequence[Any]]) -> dict[str, PassageMatch]:
+    """Passages from rows of (id, memory id, ordinal, text, source, native task id, turn ordinal,
+    native turn id, native message ids), a passage's rows together and its turns in order."""
     out: dict[str, PassageMatch] = {}
     for pid, mid, ordinal, text, source, native_id, turn_ordinal, turn_id, msg_ids in rows:
         match = out.get(str(pid))
