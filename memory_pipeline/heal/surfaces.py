@@ -122,7 +122,10 @@ DERIVED: dict[str, dict[str, str]] = {
     "passage_postings": {"lexeme": "triggers of memory_passages (sql/021)"},
     "search_term_stats": {"lexeme": "refresh_bm25_statistics"},
     "passage_term_stats": {"lexeme": "refresh_bm25_statistics"},
-    "relationship_scans": {"content_sha256": "memory text hash: a changed memory is rescanned"},
+    "relationship_scans": {
+        "content_sha256": "memory text hash: a changed memory is rescanned",
+        "entities_sha256": "hash of the memory's entity keys: a changed set is rescanned",
+    },
     "entity_scans": {"content_sha256": "memory text hash: a changed memory is read again"},
 }
 
