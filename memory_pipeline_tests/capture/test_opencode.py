@@ -233,6 +233,31 @@ def test_bad_files_and_rows_are_recorded_and_the_rest_is_kept(tmp_path: Path) ->
     assert len(result.tasks) == 1
 
 
+def test_a_db_session_with_no_usable_start_time_has_the_day_parse_gives(tmp_path: Path) -> None:
+    # Found by make fuzz: a session row whose time_created is text (a NUL, a BOM; the column's
+    # integer affinity keeps it as text) starts at its first message's time in parse, and
+    # task_days must give that same day, not none.
+    day = 86_400_000
+    nul = Sess("ses_1nul", "A", "\x00", T0, messages=turn(0, "p0", "a0", base=T0 + day))  # type: ignore[arg-type]
+    bom = Sess("ses_2bom", "B", "\ufeff", T0, messages=turn(0, "p1", "a1", base=T0 + 3 * day))  # type: ignore[arg-type]
+    bare = Sess("ses_3bare", "C", "\x00", T0)  # type: ignore[arg-type]
+    db = write_sqlite_store(tmp_path / "opencode.db", [session(), nul, bom, bare])
+    conn = sqlite3.connect(db)
+    first_of_bom = min(m.id for m in bom.messages)
+    conn.execute('UPDATE message SET data = \'{"role": "us\' WHERE id = ?', [first_of_bom])
+    conn.commit()
+    conn.close()
+    connector = OpenCodeConnector(tmp_path)
+    (path,) = connector.discover()
+    tasks = connector.parse(path).tasks
+    starts = {t.native_id: t.started_at for t in tasks}
+    assert set(starts) == {"ses_0a1b2c3d4e5fAbCdEf", "ses_1nul", "ses_2bom"}  # none lost
+    assert int(starts["ses_1nul"].timestamp() * 1000) == nul.messages[0].created
+    assert int(starts["ses_2bom"].timestamp() * 1000) == bom.messages[1].created
+    assert connector.task_days(path) == {s.date() for s in starts.values()}
+    assert len(connector.task_days(path)) == 3  # T0's day, one and three days later
+
+
 def test_a_file_that_is_no_database_is_recorded(tmp_path: Path) -> None:
     (tmp_path / "opencode.db").write_bytes(b"this is not sqlite" * 100)
     connector = OpenCodeConnector(tmp_path)

@@ -25,8 +25,8 @@ from memory_pipeline.capture.opencode.storage import (
     read_json,
     read_json_session,
     read_sqlite,
-    sqlite_created,
     sqlite_session_ids,
+    sqlite_starts,
     sqlite_state_paths,
     state_of,
 )
@@ -104,17 +104,13 @@ class OpenCodeConnector:
     # --- days -------------------------------------------------------------------------------
 
     def task_days(self, path: Path) -> set[date]:
-        """Start days without reading messages: the session file, or one query of the DB."""
+        """Start days, the cheap way: the session file or the DB's session rows; a session
+        with no usable creation time costs a read of its messages (no parts), as in parse()."""
         path = Path(path)
         try:
             if is_database(path):
-                rows = sqlite_created(path)
-                days = set()
-                for _sid, created in rows:
-                    when = T.from_ms(created)
-                    if when is not None:
-                        days.add(when.date())
-                return days
+                sessions = sqlite_starts(path, lambda created: T.from_ms(created) is not None)
+                return {s.date() for s in map(T.started_at, sessions) if s is not None}
             info = read_json(path, [])
             if info is None:
                 return set()

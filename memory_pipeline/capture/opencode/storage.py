@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -244,11 +245,29 @@ def sqlite_session_ids(path: Path) -> set[str]:
         conn.close()
 
 
-def sqlite_created(path: Path) -> list[tuple[str, Any]]:
-    """(session id, time_created) of every session: the cheap peek for task days."""
+def sqlite_starts(path: Path, usable: Callable[[Any], bool]) -> list[RawSession]:
+    """What `turns.started_at` needs of every session `read_sqlite` keeps, in one read
+    transaction: its `time_created`, and, only when that is no `usable` time (a row can hold
+    text there), its messages without parts, whose first readable time is then the start.
+    Rows are skipped as `read_sqlite` skips them, so task days and parse agree."""
     conn = connect_ro(path)
     try:
-        return list(conn.execute("SELECT id, time_created FROM session"))
+        conn.execute("BEGIN")
+        sessions: list[RawSession] = []
+        for sid, created in conn.execute("SELECT id, time_created FROM session ORDER BY id"):
+            if not isinstance(sid, str) or not sid:
+                continue  # read_sqlite: a bad_record, no task
+            session = RawSession(id=sid, info={"time": {"created": created}}, generation=SQLITE)
+            if not usable(created):
+                for mid, raw in conn.execute(
+                    "SELECT id, data FROM message WHERE session_id = ?", [sid]
+                ):
+                    data = _loads(raw, "", []) if isinstance(raw, str) else None
+                    if isinstance(mid, str) and data is not None:
+                        session.messages.append(Message(id=mid, info=data))
+            sessions.append(session)
+        conn.execute("COMMIT")
+        return sessions
     finally:
         conn.close()
 
