@@ -34,6 +34,10 @@ CLI = str(Path(sys.executable).parent / "memory-pipeline")
 # Measured on one demo home: without the cycle R@5 0.925 R@10 0.986 MRR 0.833; with it
 # R@5 0.925 R@10 0.975 MRR 0.831.
 RECALL_AT_10_FLOOR = 0.97
+# Share of gold messages in the context pack (`eval --json` evidence.pack) on the demo home,
+# measured on branch packdrop after "which <thing>" became RECALL: 0.8417 @2000, 0.8361 @1000.
+# README records 0.983 / 0.958 at 78fa449; the rest of the drop is still open (see README).
+PACK_EVIDENCE_FLOOR = {"2000": 0.83, "1000": 0.82}
 COUNTED = ("captured_tasks", "agent_turns", "topic_segments", "memories", "memory_embeddings")
 
 
@@ -156,3 +160,6 @@ def test_retrieval_evaluation_keeps_its_floor(home: Path, first_run) -> None:  #
     scores = json.loads(result.stdout)["scores"]
     assert set(scores) == {"bm25", "vector", "full"}
     assert scores["full"]["recall_at_10"] >= RECALL_AT_10_FLOOR, scores
+    pack = json.loads(result.stdout)["evidence"]["pack"]
+    for budget, floor in PACK_EVIDENCE_FLOOR.items():
+        assert pack[budget] >= floor, pack
