@@ -34,6 +34,13 @@ CLI = str(Path(sys.executable).parent / "memory-pipeline")
 # Measured on one demo home: without the cycle R@5 0.925 R@10 0.986 MRR 0.833; with it
 # R@5 0.925 R@10 0.975 MRR 0.831.
 RECALL_AT_10_FLOOR = 0.97
+# Share of gold messages in the context pack (`eval --json` evidence.pack) on the demo home.
+# README records 0.983 @2000 / 0.958 @1000 at 78fa449; main 376ee67 had fallen to 0.825 / 0.819
+# (reversed sessions cut to a line and then dropped, "which <thing>" packed as mention lines,
+# RECALL limited to memories whose mention was extracted). Measured after the fix (branch
+# packdrop): 0.9917 @2000, 0.9583 @1000. A change that loses pack evidence must lower this on
+# purpose.
+PACK_EVIDENCE_FLOOR = {"2000": 0.98, "1000": 0.95}
 COUNTED = ("captured_tasks", "agent_turns", "topic_segments", "memories", "memory_embeddings")
 
 
@@ -156,3 +163,6 @@ def test_retrieval_evaluation_keeps_its_floor(home: Path, first_run) -> None:  #
     scores = json.loads(result.stdout)["scores"]
     assert set(scores) == {"bm25", "vector", "full"}
     assert scores["full"]["recall_at_10"] >= RECALL_AT_10_FLOOR, scores
+    pack = json.loads(result.stdout)["evidence"]["pack"]
+    for budget, floor in PACK_EVIDENCE_FLOOR.items():
+        assert pack[budget] >= floor, pack

@@ -104,7 +104,7 @@ def context(
         )
     # --- intent router (serving/router.py, serving/entity_pack.py) -------------------------
     # A query naming an entity: LOOKUP / AGGREGATE are answered from its mentions; RECALL
-    # searches the memories mentioning it first. A query naming none is untouched.
+    # packs the memories mentioning it first, then the rest. A query naming none is untouched.
     route, routed = entity_pack.plan(conn, query, filters)
     if route.entities and route.intent != "recall":
         pack = entity_pack.mention_pack(conn, query, token_budget, route, routed)
@@ -113,8 +113,15 @@ def context(
         return pack
     hits = _hits(conn, query, embedder, routed, project_context, now)
     filtered = routed.entity_ids is not None
-    if filtered and not hits and not filters.entities:  # nothing mentioning it matched
-        hits, filtered = _hits(conn, query, embedder, filters, project_context, now), False
+    if filtered and not filters.entities:
+        # A name the query says (not the caller's `entity` filter): the memories mentioning it
+        # come first, then the rest of what matched, since a memory can speak of the entity
+        # without its mention being extracted (packing only the mentioning ones lost the
+        # evidence of demo questions naming their project).
+        first = {h.id for h in hits}
+        rest = _hits(conn, query, embedder, filters, project_context, now)
+        filtered = bool(hits)
+        hits += [h for h in rest if h.id not in first]
     # --- end of the router's part -----------------------------------------------------------
     with conn.transaction():
         flags = memory_flags(  # relationships: <= 2 per item
@@ -122,9 +129,10 @@ def context(
         )
         hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
         # The current value first (serving/current_first.py): a reversed memory after its
-        # matched successor, cut to a flagged line unless the budget is generous.
+        # matched successor, cut to a flagged line when the query asks for the current state
+        # and the budget is not generous.
         hits, reversed_by, cut = order_current_first(
-            conn, hits, token_budget, filters.include_private
+            conn, hits, token_budget, filters.include_private, asks_current_state(query)
         )
         neighbours, sizes = _neighbours_and_sizes(conn, hits)
         for pid in cut:

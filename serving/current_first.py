@@ -7,11 +7,17 @@ captured task (the segment the reversing decision was distilled from). Then:
 
 - the reversed memory moves to just after the last of its matched successors, so its excerpts
   rank below theirs and its item comes after theirs;
-- unless the budget is generous (PACK_GENEROUS_TOKENS), it is cut to one flagged line: its best
-  passage's head (PACK_REVERSED_LINE_CHARS), no neighbours, no further messages, so the room
-  goes to the current statement and what else matched;
-- after packing, a reversed memory whose matched successors all failed to fit is left out
-  rather than served alone in the first slot.
+- when the query asks for the current state (`cut_old`: "now", "currently", ...) and the budget
+  is not generous (PACK_GENEROUS_TOKENS), it is cut to one flagged line: its best passage's head
+  (PACK_REVERSED_LINE_CHARS), no neighbours, no further messages, so the room goes to the
+  current statement and what else matched. A question about the past ("how much faster was the
+  memory-mapped reader", "where was the time spent before the optimisations") keeps its text:
+  the reversed memory is where its answer is;
+- after packing, a reversed decision (or other derived memory) whose matched successors all
+  failed to fit is left out rather than served alone. A topic segment stays, with its flag: a
+  session holds much more than the choice that was reversed (dropping the whole session lost
+  the evidence of 12 of the 60 demo questions, e.g. a profiling result in the session whose
+  mmap decision was later reversed).
 
 A hit with no reversal, or whose successor did not match, is left exactly as the search ranked
 it.
@@ -62,7 +68,11 @@ def _tasks(conn: psycopg.Connection, memory_ids: set[str]) -> dict[str, set[UUID
 
 
 def order_current_first(
-    conn: psycopg.Connection, hits: list[SearchHit], token_budget: int, include_private: bool
+    conn: psycopg.Connection,
+    hits: list[SearchHit],
+    token_budget: int,
+    include_private: bool,
+    cut_old: bool = True,
 ) -> tuple[list[SearchHit], dict[str, set[str]], set[str]]:
     """(hits reordered, reversed hit id -> ids of the hits that stand for its successors, ids of
     passages cut to a line)."""
@@ -98,7 +108,7 @@ def order_current_first(
     out = []
     for i in order:
         hit = hits[i]
-        if i in place and token_budget < tuning.PACK_GENEROUS_TOKENS and hit.passages:
+        if cut_old and i in place and token_budget < tuning.PACK_GENEROUS_TOKENS and hit.passages:
             best = hit.passages[0]
             text = " ".join(best.text.split())
             if len(text) > tuning.PACK_REVERSED_LINE_CHARS:
@@ -110,13 +120,16 @@ def order_current_first(
 
 
 def drop_orphaned_reversals(pack: ContextPack, matched: dict[str, set[str]]) -> ContextPack:
-    """A reversed memory packed while none of its matched successors fit goes to left_out:
-    an agent reading the pack must not act on the old decision alone."""
+    """A reversed decision packed while none of its matched successors fit goes to left_out:
+    an agent reading the pack must not act on the old decision alone. A topic segment stays
+    (flagged "reversed by a newer decision ..."): the rest of its session is still evidence."""
     packed = {str(i.memory_id) for i in pack.items}
     gone = [
         i
         for i in pack.items
-        if str(i.memory_id) in matched and not matched[str(i.memory_id)] & packed
+        if i.kind != "segment"
+        and str(i.memory_id) in matched
+        and not matched[str(i.memory_id)] & packed
     ]
     if not gone:
         return pack

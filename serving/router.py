@@ -8,8 +8,9 @@ deterministically before any ranking, with no model call.
 - **Time**: "today", "yesterday", "this/last week|month|year", "N days/weeks ago", "in March",
   "in 2025", "since March" become a window on the dates of memories and mentions.
 - **Intent**: LOOKUP ("when did I last ...", "when did we decide ...", "last time ..."),
-  AGGREGATE ("which ...", "list every ...", "how many times ...", "what does X usually ...",
-  "every time ..."), otherwise RECALL.
+  AGGREGATE ("which <things>" with a plural noun, "list every ...", "how many times ...",
+  "what does X usually ...", "every time ..."), otherwise RECALL. "Which <thing>" (one noun,
+  singular) asks for one answer: RECALL, so its pack keeps the memory text that holds it.
 
 LOOKUP and AGGREGATE change a pack only when the query names an entity; RECALL with an entity
 filters the candidates to memories that mention it first. A query that names no entity is routed
@@ -38,7 +39,8 @@ _LOOKUP = re.compile(
     re.IGNORECASE,
 )
 _AGGREGATE = re.compile(
-    r"^\s*(?:which|list|name (?:all|every)|what are (?:all|the)|how many|how often|"
+    r"^\s*(?:which (?:[\w/-]+ )?(?!(?:does|has|was|is|uses)\b)[\w/-]{2,}s\b|which of\b|"
+    r"list|name (?:all|every)|what are (?:all|the)|how many|how often|"
     r"in what ways|what kinds? of)\b|\bevery (?:time|one)\b|\busually\b|\ball (?:the )?times\b",
     re.IGNORECASE,
 )

@@ -19,6 +19,10 @@ INTENTS = [
     ("what day did Jonas move to Lisbon", "lookup"),
     ("last time we touched the invoices endpoint", "lookup"),
     ("which cities has Mara visited?", "aggregate"),
+    ("which ansible roles still used apt_key?", "aggregate"),
+    # One thing asked for: its pack must keep the memory text that answers it.
+    ("which backup tool for point-in-time recovery of the Postgres?", "recall"),
+    ("which date/time crate does logslice use?", "recall"),
     ("list every package we added to the API", "aggregate"),
     ("how many times did the backup fail", "aggregate"),
     ("what does Jonas usually do to relax?", "aggregate"),
