@@ -132,15 +132,29 @@ def forget_source(
     its URL) from being stored or fetched again."""
     from memory_pipeline.db import ensure_ready
     from memory_pipeline.db.connection import connect
-    from memory_pipeline.inbox.forget import find_document, forget_document
+    from memory_pipeline.inbox.forget import find_document, forget_document, forget_unstored
     from memory_pipeline.inbox.resource import inbox_paths
+    from memory_pipeline.inbox.store import discover, read_url_list
 
     settings = Settings.from_env()
     db = ensure_ready(settings)
     with connect(db.app, autocommit=True) as conn:
         found = find_document(conn, locator)
-        if found is None:
-            raise UserError(f"{locator!r}: no stored document; `memory-pipeline inbox list`")
+        if found is None:  # a URL listed but not stored (waiting for yt-dlp, a failed fetch)
+            inbox = inbox_paths(settings)[0]
+            listed = [u for p in discover(inbox)[1] for u in read_url_list(p)]
+            if (
+                locator not in listed
+                and not conn.execute(
+                    "SELECT 1 FROM capture_skips WHERE kind = 'file' AND path = %s", [locator]
+                ).fetchone()
+            ):
+                raise UserError(f"{locator!r}: no stored document; `memory-pipeline inbox list`")
+            if not yes and not typer.confirm(f"forget {locator} (listed, not stored)?"):
+                raise typer.Exit(1)
+            kind = forget_unstored(conn, locator, listed)
+            say(f"forgot {kind} {locator}: never stored; no run will fetch it")
+            return
         if not yes and not typer.confirm(f"forget {found.kind} {found.locator} ({found.title})?"):
             raise typer.Exit(1)
         report = forget_document(conn, found, inbox_paths(settings)[1])

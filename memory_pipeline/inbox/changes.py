@@ -6,8 +6,9 @@ from pathlib import Path
 
 import psycopg
 
+from memory_pipeline.inbox.fetch import ytdlp_available
 from memory_pipeline.inbox.readers import kind_of
-from memory_pipeline.inbox.store import discover, read_url_list
+from memory_pipeline.inbox.store import WAITING_FOR_YT_DLP, discover, read_url_list
 from memory_pipeline.models.inbox import INBOX_KINDS
 
 
@@ -17,9 +18,11 @@ def has_files(inbox: Path) -> bool:
 
 
 def inbox_changed(conn: psycopg.Connection, inbox: Path) -> list[str]:
-    """One key per change ('file:path:size:mtime', 'gone:path', 'url:URL'): files never stored
-    or changed since, stored files that are gone, listed URLs not stored. Files recorded as bad
-    in their current version are not changes (their key would repeat: the sensor asks once)."""
+    """One key per change ('file:path:size:mtime', 'gone:path', 'url:URL', 'waiting:URL'): files
+    never stored or changed since, stored files that are gone, listed URLs not stored, and
+    listed video URLs waiting for yt-dlp once yt-dlp can be imported (a forgotten one is not a
+    change). Files recorded as bad in their current version are not changes (their key would
+    repeat: the sensor asks once)."""
     docs, lists = discover(inbox)
     stored = {
         r[0]: (r[1], r[2])
@@ -58,6 +61,14 @@ def inbox_changed(conn: psycopg.Connection, inbox: Path) -> list[str]:
             ).fetchall()
         }
         changes += [f"url:{u}" for u in dict.fromkeys(urls) if u not in known]
+        waiting = conn.execute(
+            "SELECT DISTINCT path FROM capture_skips WHERE kind = 'file' AND reason = %s"
+            " AND path = ANY(%s) AND path NOT IN (SELECT native_id FROM forgotten_tasks"
+            " WHERE source = ANY(%s))",
+            [WAITING_FOR_YT_DLP, urls, list(INBOX_KINDS)],
+        ).fetchall()
+        if waiting and ytdlp_available():
+            changes += [f"waiting:{r[0]}" for r in sorted(waiting)]
     return changes
 
 

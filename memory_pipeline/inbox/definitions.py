@@ -70,8 +70,9 @@ def inbox_documents(
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Watches MEMORY_INBOX_DIR and requests today's ingest run when a file there is new, "
-        "changed (size or mtime) or gone since the inbox last stored it, or a `*.url` list "
-        "names a URL not stored yet."
+        "changed (size or mtime) or gone since the inbox last stored it, a `*.url` list "
+        "names a URL not stored yet, or a listed video URL waits for yt-dlp and yt-dlp is "
+        "installed now (a forgotten URL never asks)."
     ),
 )
 def inbox_sensor(

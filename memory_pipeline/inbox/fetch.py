@@ -163,6 +163,15 @@ def cached(url: str, cache: Path) -> Path | None:
     return None
 
 
+def ytdlp_available() -> bool:
+    """Whether yt-dlp (the optional `video` extra) can be imported in this process now."""
+    try:
+        import yt_dlp  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def fetch_with_ytdlp(url: str, cache: Path) -> Path | None:
     """A video's subtitles and info.json through yt-dlp (an optional extra), or None when yt-dlp
     is not installed (the URL is then recorded as waiting). The subtitles are kept in the cache

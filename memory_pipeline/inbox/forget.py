@@ -1,9 +1,11 @@
 """Forgetting an inbox document: through the forget stage (one transaction, audit, cascade,
 BM25 and keyword index), with a tombstone for the document's locator, URL and path, so it is
-never stored (nor its URL fetched) again."""
+never stored (nor its URL fetched) again. A URL that was listed but never stored (waiting for
+yt-dlp, offline, failed) is forgotten the same way: its tombstone keeps it from being fetched."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
@@ -12,7 +14,8 @@ import psycopg
 
 from memory_pipeline.forget.run import ForgetReport, forget
 from memory_pipeline.forget.select import Selector
-from memory_pipeline.inbox.fetch import cache_name
+from memory_pipeline.inbox.fetch import cache_name, is_youtube
+from memory_pipeline.models.inbox import INBOX_KINDS
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,27 @@ def forget_document(
         for path in cache.glob(cache_name(doc.locator) + ".*"):
             path.unlink(missing_ok=True)
     return report
+
+
+def forget_unstored(conn: psycopg.Connection, url: str, listed: Iterable[str] = ()) -> str | None:
+    """Tombstone a URL the inbox recorded but never stored (waiting for yt-dlp, a failed
+    fetch) or that an inbox `*.url` list names (`listed`), so no run fetches it; its recorded
+    skips go. Returns its kind, or None when the inbox does not know the URL."""
+    kinds = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT source FROM capture_skips WHERE kind = 'file' AND path = %s"
+            " AND source = ANY(%s)",
+            [url, list(INBOX_KINDS)],
+        ).fetchall()
+    ]
+    if not kinds and url not in set(listed):
+        return None
+    kind = kinds[0] if kinds else ("video" if is_youtube(url) else "article")
+    forget(conn, Selector(tasks=[(kind, url)], with_evidence=False))
+    with conn.transaction():
+        conn.execute(
+            "DELETE FROM capture_skips WHERE kind = 'file' AND path = %s AND source = ANY(%s)",
+            [url, list(INBOX_KINDS)],
+        )
+    return kind

@@ -38,6 +38,7 @@ class Site:
             "/article": ("text/html", PAGE),
             "/talk": ("text/html", VIDEO_PAGE),
             "/silent-talk": ("text/html", SILENT_PAGE),
+            "/other-talk": ("text/html", VIDEO_PAGE),
             "/media/talk.en.vtt": ("text/vtt", TALK_VTT),
         }
         self.hits: dict[str, int] = {}

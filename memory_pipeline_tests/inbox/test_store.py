@@ -12,7 +12,8 @@ import psycopg
 import pytest
 
 from memory_pipeline.inbox import fetch as fetching
-from memory_pipeline.inbox.forget import find_document, forget_document
+from memory_pipeline.inbox.changes import inbox_changed
+from memory_pipeline.inbox.forget import find_document, forget_document, forget_unstored
 from memory_pipeline.inbox.store import capture_inbox
 from memory_pipeline_tests.inbox.files import image_only_pdf, text_pdf, write
 from memory_pipeline_tests.inbox.server import serve
@@ -274,3 +275,41 @@ def test_a_video_url_waits_for_yt_dlp_then_is_fetched_through_it(
         report = capture_inbox(conn, inbox, cache, LATER)
         assert report.by_kind["video"]["unchanged"] == 1
         assert site.hits["/talk"] == 1  # from the cache: yt-dlp is not asked again
+
+
+def test_waiting_video_urls_are_fetched_once_yt_dlp_arrives_but_not_a_forgotten_one(
+    conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two YouTube URLs wait for yt-dlp; the user forgets one while it waits (it was never
+    stored: the tombstone is for its URL). Once yt-dlp is installed the sensor's question
+    (`inbox_changed`) names the other one, the next run fetches it, and the forgotten one is
+    never fetched; afterwards nothing is waiting and the sensor is quiet."""
+    pytest.importorskip("yt_dlp", reason="yt-dlp is not installed: the fetch is not run")
+    inbox = tmp_path / "inbox"
+    cache = tmp_path / "cache"
+    with serve() as site:
+        keep, drop = site.url + "/talk", site.url + "/other-talk"
+        write(inbox / "watch.url", f"{keep}\n{drop}\n")
+        monkeypatch.setattr(fetching, "YOUTUBE_HOSTS", (*fetching.YOUTUBE_HOSTS, "127.0.0.1"))
+        with monkeypatch.context() as without:
+            without.setitem(sys.modules, "yt_dlp", None)  # not installed
+            report = capture_inbox(conn, inbox, cache, DAY)
+            assert report.by_kind["video"]["waiting"] == 2
+            assert inbox_changed(conn, inbox) == []  # waiting, and nothing to do about it yet
+            assert forget_unstored(conn, drop) == "video"
+            assert forget_unstored(conn, site.url + "/never-listed") is None
+            assert inbox_changed(conn, inbox) == []
+
+        # yt-dlp is installed now: the sensor asks for a run, which fetches the waiting one
+        assert inbox_changed(conn, inbox) == [f"waiting:{keep}"]
+        report = capture_inbox(conn, inbox, cache, DAY)
+        assert report.by_kind["video"]["new"] == 1 and report.by_kind["video"]["forgotten"] == 1
+        assert site.hits.get("/talk") == 1 and "/other-talk" not in site.hits
+        assert conn.execute("SELECT locator FROM inbox_sources").fetchall() == [(keep,)]
+        assert conn.execute(
+            "SELECT count(*) FROM capture_skips WHERE reason = 'waiting_for_yt_dlp'"
+        ).fetchone() == (0,)
+        assert inbox_changed(conn, inbox) == []
+        report = capture_inbox(conn, inbox, cache, LATER)  # idempotent: nothing fetched again
+        assert report.by_kind["video"]["unchanged"] == 1 and site.hits.get("/talk") == 1
+        assert "/other-talk" not in site.hits
