@@ -34,6 +34,7 @@ from memory_pipeline.jobs import (
     RANGE_START_TAG,
     partition_tags,
 )
+from memory_pipeline.progress import to_terminal
 from memory_pipeline.runs import clear_interrupted_work, clear_stale_runs, end_run
 from memory_pipeline.settings import Settings
 
@@ -60,7 +61,7 @@ def materialize_all(
     pending = _pending_pass_days(app_url) if app_url else set()
     results = []
     deferred: str | None = None
-    with _watch_stale_runs(instance, progress):
+    with _watch_stale_runs(instance, progress), to_terminal(progress):
         for job_name, tags in _plan(settings, pending):
             job = defs.resolve_job_def(job_name)
             progress(f"running {job_name}{_describe(tags)}...")

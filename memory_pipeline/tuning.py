@@ -108,8 +108,21 @@ TRANSCRIPT_SENSOR_INTERVAL_S = 15
 # A file above this size is refused from its size alone (never opened): an absurd file costs a
 # stat. Below it, plain text, Markdown and subtitles are read INBOX_READ_CHUNK_BYTES at a time and
 # PDFs page by page, their passages written INBOX_WRITE_BATCH at a time, so memory stays bounded
-# whatever the size (a 200 MB log: see `python -m memory_pipeline.bench.inbox_memory`).
+# whatever the size (see `python -m memory_pipeline.bench.inbox_memory`).
 INBOX_MAX_FILE_BYTES = 1024 * 1024 * 1024
+# Plain text, Markdown and subtitles above this size are refused from their size too: such a file
+# is a log or a dump, not something read, and would be tens of thousands of `source` memories to
+# store, embed and link (a 20 MB text is 15,643 passages, 51 s to store on 2 busy cores before
+# its embedding). `too_large`, recorded; split the file or keep the part you read.
+INBOX_MAX_TEXT_BYTES = 32 * 1024 * 1024
+# A document that cuts into more passages than this (a heading on every line, a PDF of dense
+# pages) is stopped as soon as it passes the limit: its writes roll back, `too_many_passages`.
+INBOX_MAX_DOCUMENT_PASSAGES = 40_000
+# A long document's capture says how far it got every this many passages (run log, terminal).
+INBOX_PROGRESS_PASSAGES = 2_000
+# A step that reports every batch (embedding) shows the terminal of `memory-pipeline run` at most
+# one progress line this often (memory_pipeline/progress.py); the run's log gets every line.
+PROGRESS_TERMINAL_EVERY_S = 10.0
 # HTML, MHTML and reStructuredText are parsed whole by their libraries (trafilatura/lxml, email,
 # docutils take several times the file's size): above this size they are refused and recorded
 # (`too_large_to_read_whole`). So is a yt-dlp info.json above it (read without it).

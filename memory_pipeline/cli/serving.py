@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,9 @@ from memory_pipeline.cli.app import app
 from memory_pipeline.errors import UserError
 from memory_pipeline.models.sources import MEMORY_SOURCES
 from memory_pipeline.settings import DEMO_GOLD, DEMO_SOURCES_GOLD, Settings
+
+if TYPE_CHECKING:
+    from serving.models import SearchHit
 
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Memory type (repeatable).")]
 ProjectOpt = Annotated[list[str] | None, typer.Option("--project", help="Project (repeatable).")]
@@ -142,21 +145,13 @@ def _print_hits(response) -> None:  # type: ignore[no-untyped-def]
     for column in ("#", "score", "type", "title", "from", "date"):
         table.add_column(column, overflow="fold", ratio=4 if column == "title" else None)
     for i, hit in enumerate(response.results, start=1):
-        # Where it matched: the best matched passage's turn, else the memory's first turn.
-        best = hit.passages[0] if hit.passages and hit.passages[0].turns else None
-        if best is not None and best.native_task_id:
-            origin = f"{best.source}:{best.native_task_id[:13]} t{best.turns[0].ordinal}"
-        else:
-            origin = ", ".join(
-                f"{p.source}:{p.native_task_id[:13]} t{p.turns[0].ordinal}" for p in hit.provenance
-            )
         rank = "+" if hit.temporal_context else str(i)
         table.add_row(
             rank,
             f"{hit.score:.3f}",
             hit.type,
             hit.title,
-            origin or "-",
+            search_origin(hit),
             hit.created_at.date().isoformat(),
         )
     # Not a terminal (piped, captured): 80 columns would fold every title; use a wider page.
@@ -167,6 +162,20 @@ def _print_hits(response) -> None:  # type: ignore[no-untyped-def]
         f"vector space: {response.space or 'none (BM25 only)'}; "
         "'+' rows are temporal neighbours of the top result. --json shows provenance."
     )
+
+
+def search_origin(hit: SearchHit) -> str:
+    """A result's `from` column: where it matched (the best matched passage's turn, else the
+    memory's first turn), or where an inbox document's passage sits (URL or path, position)."""
+    if hit.cite:
+        return hit.cite
+    best = hit.passages[0] if hit.passages and hit.passages[0].turns else None
+    if best is not None and best.native_task_id:
+        return f"{best.source}:{best.native_task_id[:13]} t{best.turns[0].ordinal}"
+    origin = ", ".join(
+        f"{p.source}:{p.native_task_id[:13]} t{p.turns[0].ordinal}" for p in hit.provenance
+    )
+    return origin or "-"
 
 
 @app.command()

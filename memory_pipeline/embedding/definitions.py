@@ -7,8 +7,10 @@ from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.inbox.definitions import inbox_documents
 from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.progress import step_progress
 from memory_pipeline.resources import DatabaseResource, EmbeddingResource
 from memory_pipeline.semantic.definitions import semantic_memories
+from memory_pipeline.tuning import PROGRESS_TERMINAL_EVERY_S
 
 
 @dg.asset(
@@ -37,7 +39,11 @@ def memory_embeddings(
     embedder = embedding.embedder()
     with db.connection() as conn:
         report = embed_window(
-            conn, embedder, window.start.date(), window.end.date(), progress=context.log.info
+            conn,
+            embedder,
+            window.start.date(),
+            window.end.date(),
+            progress=step_progress(context.log.info, PROGRESS_TERMINAL_EVERY_S),
         )
         keywords = refresh_for_asset(conn, context.log)
     return dg.MaterializeResult(

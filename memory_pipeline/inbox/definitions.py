@@ -11,6 +11,7 @@ from memory_pipeline.inbox.resource import InboxResource
 from memory_pipeline.inbox.store import capture_inbox
 from memory_pipeline.jobs import INGEST_JOB, request_days, work_key
 from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.progress import step_progress
 from memory_pipeline.resources import DatabaseResource
 from memory_pipeline.tuning import INBOX_SENSOR_INTERVAL_S
 
@@ -56,7 +57,11 @@ def inbox_documents(
         )
     with db.connection() as conn:
         report = capture_inbox(
-            conn, Path(inbox.inbox_dir), Path(inbox.fetch_dir), today, context.log.info
+            conn,
+            Path(inbox.inbox_dir),
+            Path(inbox.fetch_dir),
+            today,
+            step_progress(context.log.info),
         )
     metadata: dict = {"inbox_read": True, "inbox_dir": inbox.inbox_dir}
     for key, value in report.metadata().items():

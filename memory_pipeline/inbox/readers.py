@@ -5,13 +5,14 @@ their positions) or raises `BadFile` with a stable reason and a one-line detail.
 for each format do the work: trafilatura (HTML main text and metadata, boilerplate dropped),
 pypdf (a PDF's text layer), webvtt-py (WebVTT and SRT cues), docutils (reStructuredText).
 
-Bounded memory: a file above INBOX_MAX_FILE_BYTES (1 GiB) is refused from its size alone (never
-opened), so an absurd file costs one stat. Below that, the formats that can be streamed are: plain
+Bounded memory: a file above INBOX_MAX_FILE_BYTES (1 GiB), or a text, Markdown or subtitle file
+above INBOX_MAX_TEXT_BYTES (32 MiB), is refused from its size alone (never opened), so an absurd
+file costs one stat. Below that, the formats that can be streamed are: plain
 text, Markdown and subtitles are read INBOX_READ_CHUNK_BYTES at a time, PDFs page by page, and a
 document's sections come out of `Document.iter_sections()` one at a time (a section longer than
-INBOX_SECTION_MAX_CHARS is handed out in pieces cut at paragraph breaks), so a 300 MB log costs
-a few MB whatever its size. HTML, MHTML and reStructuredText are parsed whole by their libraries:
-above INBOX_MAX_WHOLE_FILE_BYTES they are refused (`too_large_to_read_whole`). A streamed
+INBOX_SECTION_MAX_CHARS is handed out in pieces cut at paragraph breaks), so a 30 MB text costs
+a few MB, as a 2,000-page PDF does. HTML, MHTML and reStructuredText are parsed whole by their
+libraries: above INBOX_MAX_WHOLE_FILE_BYTES they are refused (`too_large_to_read_whole`). A streamed
 document's BadFile (a binary file, no text) can come while its sections are read.
 """
 
@@ -115,6 +116,13 @@ def read_document(path: Path, data: bytes | None = None, url: str | None = None)
     _check_size(size, tuning.INBOX_MAX_FILE_BYTES, "")
     opener = _opener(path, data)
     name = path.name.lower()
+    if name.endswith(TEXT_SUFFIXES + SUBTITLE_SUFFIXES) and size > tuning.INBOX_MAX_TEXT_BYTES:
+        raise BadFile(
+            "too_large",
+            f"{size} bytes, above the inbox limit of {tuning.INBOX_MAX_TEXT_BYTES} for a text,"
+            " Markdown or subtitle file (a log or a dump: tens of thousands of passages);"
+            " split it, or keep the part you read",
+        )
     if name.endswith(PDF_SUFFIXES):
         return read_pdf(path, opener)
     if name.endswith(SUBTITLE_SUFFIXES):

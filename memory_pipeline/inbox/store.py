@@ -258,17 +258,16 @@ def _url_item(
     if body is None:
         try:
             if kind == "video":
-                body = fetching.fetch_with_ytdlp(fetching.check_url(url), cache)
+                try:
+                    body = fetching.fetch_with_ytdlp(fetching.check_url(url), cache)
+                except fetching.FetchError:
+                    _not_waiting(conn, url)  # yt-dlp is there: the failure says what it is
+                    raise
                 if body is None:
                     report.count(kind, "waiting")
                     _issue(conn, kind, url, WAITING_FOR_YT_DLP, WAITING_DETAIL, report)
                     return None
-                with conn.transaction():  # no longer waiting
-                    conn.execute(
-                        "DELETE FROM capture_skips WHERE kind = 'file' AND source = %s"
-                        " AND path = %s AND reason = %s",
-                        [kind, url, WAITING_FOR_YT_DLP],
-                    )
+                _not_waiting(conn, url)
             else:
                 body = fetching.save(fetching.fetch(url), cache)
             report.urls_fetched += 1
@@ -279,6 +278,15 @@ def _url_item(
             return None
     kind = kind_of(body) or kind
     return Item(kind, body, url)
+
+
+def _not_waiting(conn: psycopg.Connection, url: str) -> None:
+    with conn.transaction():
+        conn.execute(
+            "DELETE FROM capture_skips WHERE kind = 'file' AND source = 'video'"
+            " AND path = %s AND reason = %s",
+            [url, WAITING_FOR_YT_DLP],
+        )
 
 
 def _forgotten(conn: psycopg.Connection, locator: str) -> bool:
@@ -315,12 +323,12 @@ def capture_inbox(
     rules = CaptureRules.from_settings()
     report = InboxReport()
     seen_paths: set[str] = set()
-    for item in items(inbox, cache, conn, rules, report, extra_urls):
+    for looked, item in enumerate(items(inbox, cache, conn, rules, report, extra_urls), 1):
         if item.path is not None and item.url is None:
             seen_paths.add(str(item.path))
         try:
             with conn.transaction():
-                outcome = store_item(conn, item, rules, day, report)
+                outcome = store_item(conn, item, rules, day, report, progress)
         except Exception as exc:
             if conn.closed or conn.broken:
                 raise
@@ -328,8 +336,8 @@ def capture_inbox(
             outcome = "failed"
             _issue(conn, item.kind, item.url or str(item.path), "store_failed", _line(exc), report)
         report.count(item.kind, outcome)
-        if progress and sum(report.by_kind["article"].values()) % 25 == 24:
-            progress(f"inbox: {report.files_seen} files seen")
+        if progress and looked % 25 == 0:
+            progress(f"inbox: {looked} documents looked at ({report.files_seen} files seen)")
     _mark_missing(conn, inbox, seen_paths, report)
     return report
 
@@ -339,7 +347,12 @@ def _line(exc: BaseException) -> str:
 
 
 def store_item(
-    conn: psycopg.Connection, item: Item, rules: CaptureRules, day: date, report: InboxReport
+    conn: psycopg.Connection,
+    item: Item,
+    rules: CaptureRules,
+    day: date,
+    report: InboxReport,
+    progress: Callable[[str], None] | None = None,
 ) -> str:
     """Store one document (the caller's savepoint); returns its outcome."""
     path_key = str(item.path) if item.path is not None and item.url is None else None
@@ -385,7 +398,18 @@ def store_item(
     try:
         with conn.transaction():  # a file found bad halfway leaves nothing behind
             return _store_document(
-                conn, doc, row, locator, url, path_key, size, mtime, private, day, report
+                conn,
+                doc,
+                row,
+                locator,
+                url,
+                path_key,
+                size,
+                mtime,
+                private,
+                day,
+                report,
+                _Progress(progress, where),
             )
     except BadFile as exc:
         _issue(conn, item.kind, where, exc.reason, exc.detail, report)
@@ -407,6 +431,7 @@ def _store_document(
     private: bool,
     day: date,
     report: InboxReport,
+    progress: _Progress,
 ) -> str:
     # A stored document: its hash first (one read), nothing written when it is the same.
     if row is not None and content_sha(doc) == row[1]:
@@ -469,6 +494,7 @@ def _store_document(
         day,
         fix,
         mtime,
+        progress,
     )
     redactions += n_passages
     conn.execute(
@@ -494,17 +520,28 @@ def _write_passages(
     day: date,
     fix: Storable,
     mtime_ns: int | None = None,
+    progress: _Progress | None = None,
 ) -> tuple[int, int, int]:
     """Write the passages as they come, INBOX_WRITE_BATCH at a time: the memory at an ordinal
     the document had keeps its id (rewritten), new ordinals get new memories, ordinals past the
-    new count are deleted with their memories. Returns (passages, redactions, deleted)."""
+    new count are deleted with their memories. Returns (passages, redactions, deleted). Past
+    INBOX_MAX_DOCUMENT_PASSAGES it stops with BadFile `too_many_passages` (the caller's
+    savepoint rolls its writes back)."""
     created = created_at(doc, mtime_ns)
+    positions: dict[str, str] = {}  # a section's position, cleaned once for all its passages
     redactions = 0
     count = 0
     source_url = url or _file_url(locator)
     label = INBOX_KIND_LABELS[doc.kind]
     context = " · ".join(p for p in (label, doc.site, title) if p)[:200]
-    for batch in _batched(cut, tuning.INBOX_WRITE_BATCH):
+    limit = tuning.INBOX_MAX_DOCUMENT_PASSAGES
+    for batch in _batched(islice(cut, limit + 1), tuning.INBOX_WRITE_BATCH):
+        if batch[-1].ordinal >= limit:
+            raise BadFile(
+                "too_many_passages",
+                f"more than {limit} passages (the inbox limit for one document); split it,"
+                " or keep the part you read",
+            )
         existing = dict(
             conn.execute(
                 "SELECT ordinal, memory_id FROM inbox_passages WHERE source_id = %s"
@@ -518,7 +555,10 @@ def _write_passages(
         moves: list[list[Any]] = []
         for passage in batch:
             text, n = clean(passage.text, fix)
-            position, _ = clean(passage.position, fix)
+            position = positions.get(passage.position)
+            if position is None:
+                position, _ = clean(passage.position, fix)
+                positions = {passage.position: position}  # the sections come in order
             redactions += n
             memory_title = f"{title} — {position}" if position.lstrip("§ ") != title else title
             metadata = {
@@ -579,6 +619,8 @@ def _write_passages(
                     moves,
                 )
         count += len(batch)
+        if progress is not None:
+            progress.passages(count)
     # the revision is shorter: its extra passages go, with their memories
     gone = conn.execute(
         "DELETE FROM memories WHERE id IN (SELECT memory_id FROM inbox_passages"
@@ -586,6 +628,22 @@ def _write_passages(
         [source_id, count],
     ).rowcount
     return count, redactions, gone
+
+
+class _Progress:
+    """A document's progress lines: every INBOX_PROGRESS_PASSAGES passages written."""
+
+    def __init__(self, say: Callable[[str], None] | None, where: str) -> None:
+        self.say = say
+        self.name = Path(where).name if "://" not in where else where
+        self.next = tuning.INBOX_PROGRESS_PASSAGES
+
+    def passages(self, count: int) -> None:
+        if self.say is None:
+            return
+        while count >= self.next:
+            self.say(f"inbox: {self.name}: {self.next:,} passages stored so far")
+            self.next += tuning.INBOX_PROGRESS_PASSAGES
 
 
 def _batched(values: Iterable[Passage], n: int) -> Iterator[list[Passage]]:

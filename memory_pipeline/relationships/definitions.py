@@ -5,9 +5,11 @@ import dagster as dg
 from memory_pipeline.embedding.definitions import memory_embeddings
 from memory_pipeline.entities.definitions import memory_entities
 from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.progress import step_progress
 from memory_pipeline.relationships.judges import judge_for
 from memory_pipeline.relationships.store import discover_window
 from memory_pipeline.resources import DatabaseResource, SemanticResource
+from memory_pipeline.tuning import PROGRESS_TERMINAL_EVERY_S
 
 JUDGE_FAILURES_CHECK = "no_failed_judgements"
 
@@ -43,7 +45,11 @@ def memory_relationships(
     context.log.info(f"relationship judge: {judge.name}")
     with db.connection() as conn:
         report = discover_window(
-            conn, judge, window.start.date(), window.end.date(), progress=context.log.info
+            conn,
+            judge,
+            window.start.date(),
+            window.end.date(),
+            progress=step_progress(context.log.info, PROGRESS_TERMINAL_EVERY_S),
         )
     failures = dg.MetadataValue.json([f.model_dump() for f in report.failures])
     metadata = report.metadata()

@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
+from memory_pipeline import tuning
 from memory_pipeline.definitions import defs
 from memory_pipeline.inbox.definitions import inbox_sensor
 from memory_pipeline.inbox.resource import InboxResource
+from memory_pipeline.progress import to_terminal
 from memory_pipeline.resources import DatabaseResource
 from memory_pipeline_tests.inbox.files import text_pdf, write
 from memory_pipeline_tests.inbox.test_readers import ARTICLE
@@ -56,3 +59,37 @@ def test_asset_metadata_per_kind_and_the_sensor(db_url: str, tmp_path: Path) -> 
             old.asset_materializations_for_node("inbox_documents")[0].metadata["inbox_read"].value
             is False
         )
+
+
+def test_a_long_capture_shows_its_progress_on_the_run_terminal(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memory-pipeline run` executes the asset in its own process with Dagster's console
+    logger quiet: the inbox's progress lines still reach its terminal (`to_terminal`, which
+    `materialize_all` wraps around its jobs), and the run's log."""
+    monkeypatch.setattr(tuning, "INBOX_PROGRESS_PASSAGES", 10)
+    inbox = tmp_path / "inbox"
+    write(inbox / "long.md", "".join(f"# H{n}\n\nLine {n}.\n" for n in range(25)))
+    resources = {
+        "db": DatabaseResource(url=db_url),
+        "inbox": InboxResource(inbox_dir=str(inbox), fetch_dir=str(tmp_path / "cache")),
+    }
+    lines: list[str] = []
+    with dg.DagsterInstance.ephemeral() as instance, to_terminal(lines.append):
+        done = dg.materialize(
+            [defs.get_assets_def("inbox_documents")],
+            partition_key=datetime.now(UTC).date().isoformat(),
+            resources=resources,
+            instance=instance,
+        )
+        assert done.success
+        logged = [
+            e.message
+            for e in instance.all_logs(done.run_id)
+            if e.message and "passages stored so far" in e.message
+        ]
+    assert lines == [
+        "    inbox: long.md: 10 passages stored so far",
+        "    inbox: long.md: 20 passages stored so far",
+    ]
+    assert len(logged) == 2  # the Dagster UI's run log has them too

@@ -40,6 +40,7 @@ def small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tuning, "INBOX_WRITE_BATCH", 7)
     monkeypatch.setattr(tuning, "INBOX_MAX_WHOLE_FILE_BYTES", 64 * 1024)
     monkeypatch.setattr(tuning, "INBOX_MAX_FILE_BYTES", 4 * 1024 * 1024)
+    monkeypatch.setattr(tuning, "INBOX_MAX_TEXT_BYTES", 4 * 1024 * 1024)
     monkeypatch.setattr(tuning, "INBOX_MAX_PDF_PAGES", 4)
 
 
@@ -209,3 +210,63 @@ def test_a_long_line_is_cut_at_spaces_not_lost(tmp_path: Path) -> None:
     assert len(sections) > 1
     assert all(len(s.text) <= tuning.INBOX_SECTION_MAX_CHARS for s in sections)
     assert " ".join(s.text for s in sections).split() == line.split()
+
+
+@pytest.mark.parametrize("name", ["huge.log.txt", "export.md", "stream.en.vtt", "stream.srt"])
+def test_a_text_file_above_the_text_limit_is_refused_from_its_size(
+    conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A text, Markdown or subtitle file above INBOX_MAX_TEXT_BYTES (a log, a dump: tens of
+    thousands of passages to embed and link) is recorded at once from its size, never read (a
+    sparse file of NUL bytes would be `binary` if it were opened); the run goes on."""
+    monkeypatch.setattr(tuning, "INBOX_MAX_TEXT_BYTES", 1024 * 1024)
+    inbox = tmp_path / "inbox"
+    write(inbox / "fine.md", "# Fine\n\nThe drill runs monthly.\n")
+    with (inbox / name).open("wb") as fh:
+        fh.truncate(tuning.INBOX_MAX_TEXT_BYTES + 1)
+    report = capture_inbox(conn, inbox, tmp_path / "cache", DAY)
+    assert sum(k["new"] for k in report.by_kind.values()) == 1
+    assert sum(k["failed"] for k in report.by_kind.values()) == 1
+    ((reason, detail),) = conn.execute("SELECT reason, detail FROM capture_skips").fetchall()
+    assert reason == "too_large"
+    assert str(tuning.INBOX_MAX_TEXT_BYTES + 1) in detail and "split it" in detail
+    again = capture_inbox(conn, inbox, tmp_path / "cache", LATER)  # recorded once, not re-read
+    assert conn.execute("SELECT count(*) FROM capture_skips").fetchone() == (1,)
+    assert again.by_kind["document"]["new"] == 0
+
+
+def test_a_document_with_too_many_passages_is_rolled_back_and_recorded(
+    conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document that cuts into more than INBOX_MAX_DOCUMENT_PASSAGES passages (a heading on
+    every line, a PDF of dense pages) is stopped as soon as it passes the limit: nothing of it
+    is kept, the reason is recorded, the other documents are stored."""
+    monkeypatch.setattr(tuning, "INBOX_MAX_DOCUMENT_PASSAGES", 40)
+    inbox = tmp_path / "inbox"
+    write(inbox / "many.md", "".join(f"# H{n}\n\nLine {n}.\n" for n in range(100)))
+    write(inbox / "few.md", "".join(f"# H{n}\n\nLine {n}.\n" for n in range(40)))
+    report = capture_inbox(conn, inbox, tmp_path / "cache", DAY)
+    assert report.by_kind["document"]["new"] == 1 and report.by_kind["document"]["failed"] == 1
+    assert report.passages_written == 40
+    ((path, reason, detail),) = conn.execute(
+        "SELECT path, reason, detail FROM capture_skips"
+    ).fetchall()
+    assert Path(path).name == "many.md" and reason == "too_many_passages"
+    assert "more than 40 passages" in detail and "split it" in detail
+    assert conn.execute("SELECT count(*) FROM memories").fetchone() == (40,)
+    assert conn.execute("SELECT count(*) FROM inbox_sources").fetchone() == (1,)
+
+
+def test_a_large_document_reports_its_progress_as_it_is_written(
+    conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Capturing one long document says how far it got every INBOX_PROGRESS_PASSAGES passages
+    (the run's terminal and the Dagster UI show these lines): a large file is never silent."""
+    monkeypatch.setattr(tuning, "INBOX_PROGRESS_PASSAGES", 10)
+    inbox = tmp_path / "inbox"
+    write(inbox / "long.md", "".join(f"# H{n}\n\nLine {n}.\n" for n in range(35)))
+    lines: list[str] = []
+    capture_inbox(conn, inbox, tmp_path / "cache", DAY, progress=lines.append)
+    about = [line for line in lines if "long.md" in line]
+    assert len(about) == 3, lines
+    assert "10 passages" in about[0] and "30 passages" in about[-1]

@@ -16,7 +16,7 @@ from memory_pipeline.inbox.changes import inbox_changed
 from memory_pipeline.inbox.forget import find_document, forget_document, forget_unstored
 from memory_pipeline.inbox.store import capture_inbox
 from memory_pipeline_tests.inbox.files import image_only_pdf, text_pdf, write
-from memory_pipeline_tests.inbox.server import serve
+from memory_pipeline_tests.inbox.server import PAGE, serve
 from memory_pipeline_tests.inbox.test_readers import ARTICLE, INFO, VTT
 
 DAY = date(2026, 11, 20)
@@ -313,3 +313,54 @@ def test_waiting_video_urls_are_fetched_once_yt_dlp_arrives_but_not_a_forgotten_
         report = capture_inbox(conn, inbox, cache, LATER)  # idempotent: nothing fetched again
         assert report.by_kind["video"]["unchanged"] == 1 and site.hits.get("/talk") == 1
         assert "/other-talk" not in site.hits
+
+
+def test_adding_a_url_again_fetches_its_new_version_and_revises_it_in_place(
+    conn, tmp_path: Path
+) -> None:
+    """Runs read a fetched URL from the cache (never fetched twice); `memory-pipeline add URL`
+    fetches it again (fetch and save, as here): an edited article replaces its text in place
+    (same memory ids), the same article again changes nothing."""
+    inbox = tmp_path / "inbox"
+    cache = tmp_path / "cache"
+    with serve() as site:
+        url = site.url + "/article"
+        write(inbox / "added.url", f"{url}\n")
+        capture_inbox(conn, inbox, cache, DAY)
+        before = snapshot(conn)
+        site.pages["/article"] = ("text/html", PAGE.replace(b"every Sunday", b"every Saturday"))
+        capture_inbox(conn, inbox, cache, DAY)
+        assert snapshot(conn) == before and site.hits["/article"] == 1  # from the cache
+
+        fetching.save(fetching.fetch(url), cache)  # `memory-pipeline add URL` again
+        report = capture_inbox(conn, inbox, cache, LATER)
+        assert report.by_kind["article"]["revised"] == 1
+        after = snapshot(conn)
+        assert [m[0] for m in after["memories"]] == [m[0] for m in before["memories"]]
+        assert "every Saturday" in after["memories"][0][2]
+        assert after["sources"][0][3] == 2  # its second revision
+
+        fetching.save(fetching.fetch(url), cache)  # the same version again: nothing changes
+        report = capture_inbox(conn, inbox, cache, LATER)
+        assert report.by_kind["article"]["unchanged"] == 1 and snapshot(conn) == after
+
+
+def test_a_waiting_video_that_then_fails_is_no_longer_waiting(
+    conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once yt-dlp is installed, a waiting video without subtitles is recorded as what it is
+    (`no_subtitles`), not as waiting for yt-dlp any more: `inbox list` says the truth and the
+    sensor stops asking."""
+    pytest.importorskip("yt_dlp", reason="yt-dlp is not installed: the fetch is not run")
+    inbox = tmp_path / "inbox"
+    with serve() as site:
+        url = site.url + "/silent-talk"
+        write(inbox / "watch.url", f"{url}\n")
+        monkeypatch.setattr(fetching, "YOUTUBE_HOSTS", (*fetching.YOUTUBE_HOSTS, "127.0.0.1"))
+        with monkeypatch.context() as without:
+            without.setitem(sys.modules, "yt_dlp", None)
+            capture_inbox(conn, inbox, tmp_path / "cache", DAY)
+        report = capture_inbox(conn, inbox, tmp_path / "cache", DAY)
+        assert report.by_kind["video"]["failed"] == 1
+        assert conn.execute("SELECT reason FROM capture_skips").fetchall() == [("no_subtitles",)]
+        assert inbox_changed(conn, inbox) == []

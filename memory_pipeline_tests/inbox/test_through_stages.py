@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_pipeline.cli.serving import search_origin
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.spaces import LOCAL_SPACE
 from memory_pipeline.embedding.store import embed_window
@@ -76,6 +77,8 @@ def test_sources_are_embedded_linked_searched_and_cited(conn, reader, embedder, 
     ).results
     assert hits and {h.source_type for h in hits} == {"video"}
     assert hits[0].cite == "https://www.youtube.com/watch?v=abc123 12:31"
+    # `memory-pipeline search` shows where a source's passage sits in its `from` column
+    assert search_origin(hits[0]) == "https://www.youtube.com/watch?v=abc123 12:31"
     pack = context(reader, "incremental backups copy only changed pages", 800, embedder=embedder)
     text = pack_text(pack)
     assert 'from="https://www.youtube.com/watch?v=abc123 12:31"' in text
