@@ -143,7 +143,7 @@ def _print_hits(response) -> None:  # type: ignore[no-untyped-def]
     )
     table = Table(title=title, expand=True)
     for column in ("#", "score", "type", "title", "from", "date"):
-        table.add_column(column, overflow="fold", ratio=4 if column == "title" else None)
+        table.add_column(column, overflow="fold", ratio={"title": 4, "from": 2}.get(column))
     for i, hit in enumerate(response.results, start=1):
         rank = "+" if hit.temporal_context else str(i)
         table.add_row(
