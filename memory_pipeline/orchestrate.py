@@ -26,6 +26,7 @@ from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
 from memory_pipeline.inbox.changes import has_files as inbox_has_files
 from memory_pipeline.inbox.resource import inbox_paths
+from memory_pipeline.inbox.store import INBOX_LINE
 from memory_pipeline.jobs import (
     DREAM_JOB,
     INGEST_JOB,
@@ -203,6 +204,9 @@ def _report(result: dg.ExecuteInProcessResult, progress: Callable[[str], None]) 
             f"{k}={v.value}" for k, v in mat.metadata.items() if isinstance(v.value, int | float)
         )
         progress(f"  {key}: {shown}")
+        inbox_line = mat.metadata.get(INBOX_LINE)
+        if inbox_line is not None and inbox_line.value:
+            progress(f"  {inbox_line.value}")
         skip_line = mat.metadata.get(OWNERSHIP_SKIP_LINE)
         if skip_line is not None and str(skip_line.value).startswith("skipped"):
             progress(f"  {skip_line.value}")  # loud: a skipped history must not go unnoticed

@@ -8,7 +8,7 @@ import dagster as dg
 from memory_pipeline.db.definitions import memory_database
 from memory_pipeline.inbox.changes import inbox_changed
 from memory_pipeline.inbox.resource import InboxResource
-from memory_pipeline.inbox.store import capture_inbox
+from memory_pipeline.inbox.store import INBOX_LINE, capture_inbox
 from memory_pipeline.jobs import INGEST_JOB, request_days, work_key
 from memory_pipeline.partitions import daily, single_run
 from memory_pipeline.progress import step_progress
@@ -66,6 +66,7 @@ def inbox_documents(
     metadata: dict = {"inbox_read": True, "inbox_dir": inbox.inbox_dir}
     for key, value in report.metadata().items():
         metadata[key] = dg.MetadataValue.json(value) if isinstance(value, dict) else value
+    metadata[INBOX_LINE] = dg.MetadataValue.text(report.line())
     return dg.MaterializeResult(metadata=metadata)  # type: ignore[arg-type]
 
 

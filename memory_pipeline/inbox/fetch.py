@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,23 @@ def cached(url: str, cache: Path) -> Path | None:
     return None
 
 
+class _Silent:
+    """A logger for yt-dlp that keeps its messages off the terminal (its failure is raised)."""
+
+    def debug(self, msg: str) -> None:
+        pass
+
+    info = warning = error = debug
+
+
+def _ytdlp_reason(exc: Exception) -> str:
+    """yt-dlp's error in a few words: no `ERROR: ` prefix, no `(caused by ...)` chain."""
+    text = " ".join(str(exc).split())
+    text = re.sub(r"^ERROR:\s*", "", text)
+    text = re.sub(r"\s*\(caused by .*$", "", text)
+    return text[:200]
+
+
 def ytdlp_available() -> bool:
     """Whether yt-dlp (the optional `video` extra) can be imported in this process now."""
     try:
@@ -197,14 +215,13 @@ def fetch_with_ytdlp(url: str, cache: Path) -> Path | None:
         "no_warnings": True,
         "noprogress": True,
         "socket_timeout": tuning.INBOX_FETCH_TIMEOUT_S,
+        "logger": _Silent(),  # yt-dlp prints its errors itself otherwise: ours is the one line
     }
     try:
         with yt_dlp.YoutubeDL(options) as ydl:
             ydl.download([url])
     except Exception as exc:
-        raise FetchError(
-            "yt_dlp_failed", f"{url}: yt-dlp: {' '.join(str(exc).split())[:200]}"
-        ) from None
+        raise FetchError("yt_dlp_failed", f"{url}: yt-dlp: {_ytdlp_reason(exc)}") from None
     found = sorted(cache.glob(f"{name}.*.vtt"))  # yt-dlp names them <name>.<lang>.vtt
     if not found:
         raise FetchError("no_subtitles", f"{url}: the video has no English subtitles")

@@ -81,6 +81,8 @@ OUTCOMES = (
 )
 
 
+# The metadata key of the one line `memory-pipeline run` prints under the inbox's counts.
+INBOX_LINE = "inbox_line"
 WAITING_FOR_YT_DLP = "waiting_for_yt_dlp"
 WAITING_DETAIL = (
     "install the video extra (pip install -e '.[video]') to fetch its subtitles;"
@@ -105,6 +107,32 @@ class InboxReport:
 
     def count(self, kind: str, outcome: str) -> None:
         self.by_kind[kind][outcome] += 1
+
+    def line(self) -> str:
+        """Per kind what the run did, and why files were not stored: 'inbox: article 1 new;
+        document 1 new, 1 not stored; why: binary 1 (...)'. Empty when nothing happened."""
+        shown = {
+            "new": "new",
+            "revised": "revised",
+            "missing": "file deleted",
+            "failed": "not stored",
+            "excluded": "excluded",
+            "waiting": "waiting for yt-dlp",
+        }
+        parts = []
+        for kind, counts in self.by_kind.items():
+            said = [f"{counts[k]} {label}" for k, label in shown.items() if counts[k]]
+            if said:
+                parts.append(f"{kind} {', '.join(said)}")
+        if not parts:
+            return ""
+        line = "inbox: " + "; ".join(parts)
+        why = {r: n for r, n in self.file_issues.items() if r != WAITING_FOR_YT_DLP}
+        if why:
+            line += "; why: " + ", ".join(f"{r} {n}" for r, n in sorted(why.items()))
+        if why or any(c["waiting"] for c in self.by_kind.values()):
+            line += " (`memory-pipeline inbox list` lists them)"
+        return line
 
     def metadata(self) -> dict[str, Any]:
         totals = {o: sum(k[o] for k in self.by_kind.values()) for o in OUTCOMES}

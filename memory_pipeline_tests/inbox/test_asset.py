@@ -13,6 +13,7 @@ from memory_pipeline import tuning
 from memory_pipeline.definitions import defs
 from memory_pipeline.inbox.definitions import inbox_sensor
 from memory_pipeline.inbox.resource import InboxResource
+from memory_pipeline.inbox.store import INBOX_LINE
 from memory_pipeline.progress import to_terminal
 from memory_pipeline.resources import DatabaseResource
 from memory_pipeline_tests.inbox.files import text_pdf, write
@@ -45,6 +46,11 @@ def test_asset_metadata_per_kind_and_the_sensor(db_url: str, tmp_path: Path) -> 
         assert by_kind["article"]["new"] == 1 and by_kind["document"]["new"] == 1
         assert by_kind["document"]["failed"] == 1
         assert meta["file_issues"].value == {"binary": 1}
+        # the line `memory-pipeline run` prints under the asset's counts: per kind, and why not
+        assert meta[INBOX_LINE].value == (
+            "inbox: article 1 new; document 1 new, 1 not stored; why: binary 1"
+            " (`memory-pipeline inbox list` lists them)"
+        )
 
         # stored: only the bad file's version is left, which asks for the same run key again
         again = inbox_sensor(dg.build_sensor_context(instance=instance, resources=resources))

@@ -112,9 +112,14 @@ def test_yt_dlp_downloads_a_videos_subtitles_and_info(site: Site, tmp_path: Path
     ("path", "reason"), [("/silent-talk", "no_subtitles"), ("/article", "yt_dlp_failed")]
 )
 def test_yt_dlp_without_subtitles_is_one_line(
-    site: Site, tmp_path: Path, path: str, reason: str
+    site: Site, tmp_path: Path, path: str, reason: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
+    """The failure is our one line; yt-dlp itself prints nothing (no `ERROR: [generic] ...`
+    of its own on the terminal of `memory-pipeline add` before ours)."""
     _yt_dlp()
     with pytest.raises(fetching.FetchError) as info:
         fetching.fetch_with_ytdlp(site.url + path, tmp_path)
     assert info.value.reason == reason and "\n" not in str(info.value)
+    assert "ERROR:" not in str(info.value) and "caused by" not in str(info.value)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

@@ -54,6 +54,14 @@ def test_html_main_text_metadata_and_sections_without_boilerplate(tmp_path: Path
         assert boilerplate not in text
 
 
+def test_a_page_without_a_canonical_link_takes_its_og_url(tmp_path: Path) -> None:
+    page = ARTICLE.replace(
+        '<link rel="canonical" href="https://opsnotes.example/pgbackrest">',
+        '<meta property="og:url" content="https://opsnotes.example/og">',
+    )
+    assert read_document(write(tmp_path / "post.htm", page)).url == "https://opsnotes.example/og"
+
+
 def test_mhtml_archive_reads_its_html_part_and_url(tmp_path: Path) -> None:
     mhtml = (
         "From: <Saved by Blink>\r\nSnapshot-Content-Location: https://opsnotes.example/mht\r\n"
