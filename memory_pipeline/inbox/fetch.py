@@ -182,7 +182,11 @@ def _ytdlp_reason(exc: Exception) -> str:
 
 
 def ytdlp_available() -> bool:
-    """Whether yt-dlp (the optional `video` extra) can be imported in this process now."""
+    """Whether yt-dlp (the optional `video` extra) can be imported in this process now: also
+    when it was installed while the process (the sensor's, under `make ui`) was running."""
+    import importlib
+
+    importlib.invalidate_caches()
     try:
         import yt_dlp  # type: ignore[import-not-found]  # noqa: F401
     except ImportError:
