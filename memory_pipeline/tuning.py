@@ -960,6 +960,11 @@ HOOK_PROMPT_TOKENS = 400
 # prints nothing and exits 0. `memory-pipeline hook prompt --deadline S` overrides them.
 HOOK_SESSION_DEADLINE_S = 1.5
 HOOK_PROMPT_DEADLINE_S = 0.5
+# A session start that finds no hook server running (the first session after a reboot or after
+# HOOK_SERVER_IDLE_EXIT_S) starts it and waits this long for its answer instead: the server
+# imports its libraries and loads the model first (1.8-2.1 s at load 2-3, longer on a busy
+# machine), once per cold start. It stays under the agents' kill timeout (10 s, install.py).
+HOOK_SESSION_COLD_DEADLINE_S = 8.0
 # Relevance: a packed memory is injected only when the cosine (all-MiniLM-L6-v2, serving space)
 # between the prompt and its best quoted passage reaches this; with none reaching it the hook
 # prints nothing. Tuned with scripts/bench_hooks.py on the demo and long-conversation gold

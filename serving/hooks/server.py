@@ -249,17 +249,18 @@ def serve(
     until the socket file is removed or replaced. Returns None without serving when another
     server already answers there (unless `locked`: the caller holds the home's server lock,
     so whatever answers there is an orphan on its way out). With `processes` > 1, forked
-    copies of this (warmed-up) server accept on the same socket. `warm_up` runs after the
-    socket listens: a cold session start's request waits in the backlog meanwhile instead of
-    finding no server."""
+    copies of this (warmed-up) server accept on the same socket. `warm_up` runs before the
+    socket exists (a cold session start's client waits for the socket meanwhile), so from the
+    moment it listens the server watches its socket: deleting it ends the server within
+    HOOK_SERVER_SOCKET_CHECK_S however long the warm-up took."""
     if not locked and already_serving(path):
         return None
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    server = HookServer(path, service)
     if warm_up is not None:
         warm_up()
         service.forget_connections()  # each process (and thread) connects on its own
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    server = HookServer(path, service)
     children: list[int] = []
     for _ in range(max(0, processes - 1)):
         pid = os.fork()
@@ -296,11 +297,13 @@ def _serve_until_done(
         while True:
             time.sleep(check)
             if not _socket_is_ours(path, server.socket_inode):
-                server.shutdown()  # an orphan: nobody can reach it any more
-                return
+                why = f"its socket {path} is gone or replaced"  # an orphan: nobody can reach it
+                break
             if time.monotonic() - service.last_request > idle_exit_s:
-                server.shutdown()
-                return
+                why = f"no request for {idle_exit_s:.0f} s"
+                break
+        print(f"hook server {os.getpid()} exiting: {why}", flush=True)
+        server.shutdown()
 
     threading.Thread(target=_watch, daemon=True).start()
     try:
