@@ -73,6 +73,10 @@ KIRO_HISTORY_MAX_BYTES = 16 * 1024 * 1024
 # year-1 or year-9999 value (or one past what datetime and PostgreSQL hold) would put a task in a
 # partition that never runs.
 AGENT_PLAUSIBLE_YEARS = (2000, 2199)
+# Daily partitions (memory_pipeline/partitions.py) cover the most recent this many days when
+# MEMORY_PARTITION_DAYS sets it; 0 (the default): from the home's first captured day. Older task
+# days belong to the first partition either way.
+PARTITION_DAYS = 0
 # OpenCode (capture/opencode/): one message or part JSON file larger than this is skipped and
 # recorded (`record_too_large`); OpenCode writes one small file per message and per part.
 OPENCODE_JSON_MAX_BYTES = 16 * 1024 * 1024

@@ -6,7 +6,7 @@ from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.inbox.definitions import inbox_documents
-from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.partitions import daily, day_window, single_run
 from memory_pipeline.resources import DatabaseResource, EmbeddingResource
 from memory_pipeline.semantic.definitions import semantic_memories
 
@@ -33,12 +33,10 @@ from memory_pipeline.semantic.definitions import semantic_memories
 def memory_embeddings(
     context: dg.AssetExecutionContext, db: DatabaseResource, embedding: EmbeddingResource
 ) -> dg.MaterializeResult:
-    window = context.partition_time_window
+    start, end = day_window(context)
     embedder = embedding.embedder()
     with db.connection() as conn:
-        report = embed_window(
-            conn, embedder, window.start.date(), window.end.date(), progress=context.log.info
-        )
+        report = embed_window(conn, embedder, start, end, progress=context.log.info)
         keywords = refresh_for_asset(conn, context.log)
     return dg.MaterializeResult(
         metadata={
