@@ -458,12 +458,12 @@ def _server(home: Path, reader_url: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _wait_for(predicate, seconds: float = 60.0) -> bool:  # type: ignore[no-untyped-def]
+def _wait_for(predicate, seconds: float = 60.0, poll: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.05)
+        time.sleep(poll)
     return False
 
 
@@ -495,6 +495,65 @@ def test_one_server_per_home_and_an_orphan_exits_when_its_socket_is_gone(
             if proc is not None and proc.poll() is None:
                 proc.terminate()
                 proc.wait(timeout=30)
+
+
+def test_a_server_stopped_the_moment_it_listens_exits(hook_home: Path, reader_url: str) -> None:
+    """SIGTERM right after the socket appears lands while the server forks its copy: it used to
+    be swallowed there (Python ran the handler's sys.exit inside an at-fork callback), and the
+    server kept serving. It must stop whenever the signal comes."""
+    path = Path(client.socket_path(hook_home))
+    for _ in range(6):
+        proc = _server(hook_home, reader_url)
+        try:
+            assert _wait_for(path.exists, 240, poll=0.002)  # stop it at once: mid-fork
+            proc.terminate()
+            proc.communicate(timeout=240)
+            assert proc.returncode == 0
+            assert _wait_for(lambda: not path.exists(), 60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+                path.unlink(missing_ok=True)  # its forked copy leaves when the socket is gone
+
+
+def test_after_prompts_at_once_each_copy_of_the_server_still_exits(
+    hook_home: Path, reader_url: str
+) -> None:
+    """Two forked copies accept on one socket; after rounds of 20 connections at once, deleting
+    the socket ends both (neither is left waiting for a connection that never comes)."""
+    env = _env(hook_home, MEMORY_READER_URL=reader_url)
+    code = (
+        "import sys\nfrom serving.hooks import server\n"
+        "server.hook_processes = lambda: 2\nsys.exit(server.main())"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    )
+    path = Path(client.socket_path(hook_home))
+    try:
+        assert _wait_for(path.exists, 240)
+
+        def ask_badly(_: int) -> bytes:
+            import socket
+
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(120)
+                sock.connect(str(path))
+                sock.sendall(b"not json\n")
+                return sock.recv(4096)
+
+        for _ in range(3):
+            with ThreadPoolExecutor(20) as pool:
+                answers = list(pool.map(ask_badly, range(20)))
+            assert all(b"bad request" in a for a in answers), answers
+        path.unlink()
+        out, _ = proc.communicate(timeout=240)
+        assert out.count(b"exiting: its socket") == 2, out  # the server and its copy
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 def test_the_known_project_lookup_is_one_index_probe(conn: psycopg.Connection) -> None:
