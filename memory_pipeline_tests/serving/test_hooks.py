@@ -429,6 +429,42 @@ def test_twenty_prompts_at_once_on_a_warm_server_all_get_their_memory(
     assert _log(hook_home) == []
 
 
+def test_the_server_keeps_its_connections_from_prompt_to_prompt(
+    hook_home: Path, corpus: dict[str, str], running, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Each worker connects once and keeps its connection (and the backend's warm caches):
+    30 prompts, one after another and 20 at once, open at most one connection per worker."""
+    from memory_pipeline import tuning
+    from serving.hooks import server
+
+    connects: list[str] = []
+    real = server.connect_reader
+
+    def counted(url: str):  # type: ignore[no-untyped-def]
+        connects.append(url)
+        return real(url)
+
+    monkeypatch.setattr(server, "connect_reader", counted)
+    running()
+    path = client.socket_path(hook_home)
+
+    def ask(_: int) -> dict:  # type: ignore[type-arg]
+        import socket
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(120)
+            sock.connect(path)
+            request = {"event": "UserPromptSubmit", "prompt": CLAUDE_PROMPT["prompt"]}
+            sock.sendall(json.dumps({**request, "seconds": 60}).encode() + b"\n")
+            return json.loads(client._read_line(sock))
+
+    answers = [ask(i) for i in range(10)]
+    with ThreadPoolExecutor(20) as pool:
+        answers += list(pool.map(ask, range(20)))
+    assert all(a.get("text") for a in answers), answers
+    assert 1 <= len(connects) <= tuning.HOOK_SERVER_THREADS
+
+
 def test_a_stopped_database_is_not_started_the_hook_fails_open_in_one_line(
     hook_home: Path, running, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
