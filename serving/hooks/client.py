@@ -8,7 +8,8 @@ what the server answered, in the hook output format, if it arrives before the de
 It fails open, always: whatever goes wrong (no server yet, database down, schema older than the
 code, no embedder, the deadline passed, a bad payload), it prints nothing, exits 0 and appends
 one line to MEMORY_HOME/logs/hooks.log. When no server answers it starts one in the background:
-a session start waits for it within its deadline, a prompt does not (that prompt gets nothing).
+a session start waits for it up to HOOK_SESSION_COLD_DEADLINE_S, a prompt does not (that prompt
+gets nothing).
 """
 
 from __future__ import annotations
