@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
+
+from memory_pipeline.partitions import partition_days
 
 INGEST_JOB = "ingest_job"
 PARTITION_TAG = "dagster/partition"
@@ -82,8 +84,9 @@ def partition_tags(days: Iterable[date]) -> dict[str, str]:
 def request_days(
     days: Iterable[date], run_key: str, assets: Iterable[str] | None = None
 ) -> dg.RunRequest:
-    """An ingest run for the span of `days` (only the given assets of the job, if any)."""
-    tags = partition_tags(days)
+    """An ingest run for the span of `days`' partitions (only the given assets of the job, if
+    any): a task day before the first partition is the first partition's work."""
+    tags = partition_tags(partition_days(days) or {datetime.now(UTC).date()})
     selection = [dg.AssetKey(a) for a in assets] if assets is not None else None
     if PARTITION_TAG in tags:
         return dg.RunRequest(

@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from memory_pipeline.capture.changes import changed_since, partition_days
+from memory_pipeline.capture.changes import changed_since
 from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.capture.sources import source_roots
 from memory_pipeline.errors import UserError
@@ -35,6 +35,7 @@ from memory_pipeline.jobs import (
     RANGE_START_TAG,
     partition_tags,
 )
+from memory_pipeline.partitions import partition_days, pin_first_day
 from memory_pipeline.progress import to_terminal
 from memory_pipeline.runs import clear_interrupted_work, clear_stale_runs, end_run
 from memory_pipeline.settings import Settings
@@ -55,6 +56,9 @@ def materialize_all(
 ) -> list[dg.ExecuteInProcessResult]:
     """Run every job once. With `app_url`, days whose semantic pass is still pending (a run that
     died before its pass, a pass that failed) are ingested again even if no file changed."""
+    # A new home's partitions start at its earliest transcript's day: kept before the
+    # definitions (and with them the partitions) are built in this process.
+    pin_first_day(settings, lambda: changed_since(source_roots(settings).connectors(), 0)[0])
     from memory_pipeline.definitions import defs
 
     if app_url:  # dream runs, backups, scratch databases left by a process that died
@@ -169,7 +173,7 @@ def _plan(
     plus `pending_days` (days whose semantic pass is pending)."""
     plan: list[tuple[str, dict[str, str]]] = []
     connectors = source_roots(settings).connectors()
-    days, _ = changed_since(connectors, since_ns=0)
+    days = partition_days(changed_since(connectors, since_ns=0)[0])
     # With no task day at all (only unreadable files, say), today's partition still runs: its
     # capture looks at every file and records the ones nothing could be read from.
     today = datetime.now(UTC).date()

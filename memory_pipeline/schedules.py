@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import dagster as dg
 import psycopg
 
-from memory_pipeline.capture.changes import partition_days, scan_changes
+from memory_pipeline.capture.changes import scan_changes
 from memory_pipeline.embedding.store import days_missing_vectors
 from memory_pipeline.jobs import (
     INGEST_JOB,
@@ -22,6 +22,7 @@ from memory_pipeline.jobs import (
     request_days,
     work_key,
 )
+from memory_pipeline.partitions import partition_day, partition_days
 from memory_pipeline.resources import (
     DatabaseResource,
     EmbeddingResource,
@@ -54,11 +55,14 @@ def semantic_pass_request(
         return "no task is both quiet and waiting for its semantic pass"
     waiting, running = ingest_days_in_flight(instance, PASS_ASSETS[0])
     busy = waiting | running
-    todo = [(day, task, turns) for day, task, turns in ready if day not in busy]
+    todo = [(d, task, turns) for d, task, turns in ready if partition_day(d) not in busy]
     days = partition_days(day for day, _, _ in todo)
     if not days:
         return f"{len(ready)} quiet task(s): their days are already in a queued or running run"
-    key = work_key("semantic", (f"{task}:{turns}" for day, task, turns in todo if day in days))
+    key = work_key(
+        "semantic",
+        (f"{task}:{turns}" for day, task, turns in todo if partition_day(day) in days),
+    )
     return request_days(days, key, assets=PASS_ASSETS)
 
 
@@ -106,8 +110,8 @@ def hourly_catch_up(
         scan = scan_changes(
             conn, sources.connectors(), renamed_after_ns=int(renamed_after.timestamp() * 1e9)
         )
-        days = (
-            scan.days | days_with_pending_passes(conn) | days_missing_vectors(conn, embedding.space)
+        days = scan.days | partition_days(
+            days_with_pending_passes(conn) | days_missing_vectors(conn, embedding.space)
         )
     waiting, _ = ingest_days_in_flight(context.instance, "captured_tasks")
     days -= waiting

@@ -7,11 +7,13 @@ environment anywhere else, so the README's configuration table and this module s
 from __future__ import annotations
 
 import os
+from datetime import date
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from memory_pipeline import tuning
+from memory_pipeline.errors import UserError
 from memory_pipeline.models.sources import SOURCES, resolve_roots
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +46,25 @@ def _local_timezone() -> str:
 def _env_path(name: str, default: Path) -> Path:
     value = os.environ.get(name)
     return Path(value).expanduser() if value else default
+
+
+def _env_day(name: str) -> date | None:
+    value = (os.environ.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise UserError(f"{name}={value!r} is not a day; write it as YYYY-MM-DD") from None
+
+
+def _env_count(name: str, default: int) -> int:
+    value = (os.environ.get(name) or "").strip()
+    if not value:
+        return default
+    if not (value.isascii() and value.isdigit()):
+        raise UserError(f"{name}={value!r} is not a number of days; write a whole number >= 0")
+    return int(value)
 
 
 class Settings(BaseModel):
@@ -102,6 +123,10 @@ class Settings(BaseModel):
     dream_post_learn_memories: int  # a post_learn run once this many new memories arrived
     dream_call_budget: int  # at most this many model calls per dream run
     dream_approval: bool  # hold accepted candidates for `dream approve` instead of storing them
+    # Daily partitions (memory_pipeline/partitions.py): an explicit first day, or the most recent
+    # N days; neither: from the home's first captured day.
+    partition_start: date | None = None
+    partition_days: int = tuning.PARTITION_DAYS
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -172,6 +197,8 @@ class Settings(BaseModel):
             ),
             dream_approval=os.environ.get("MEMORY_DREAM_APPROVAL", "").strip().lower()
             in ("1", "true", "yes", "on"),
+            partition_start=_env_day("MEMORY_PARTITION_START"),
+            partition_days=_env_count("MEMORY_PARTITION_DAYS", tuning.PARTITION_DAYS),
         )
 
     @property

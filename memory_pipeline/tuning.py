@@ -73,6 +73,10 @@ KIRO_HISTORY_MAX_BYTES = 16 * 1024 * 1024
 # year-1 or year-9999 value (or one past what datetime and PostgreSQL hold) would put a task in a
 # partition that never runs.
 AGENT_PLAUSIBLE_YEARS = (2000, 2199)
+# Daily partitions (memory_pipeline/partitions.py) cover the most recent this many days when
+# MEMORY_PARTITION_DAYS sets it; 0 (the default): from the home's first captured day. Older task
+# days belong to the first partition either way.
+PARTITION_DAYS = 0
 # OpenCode (capture/opencode/): one message or part JSON file larger than this is skipped and
 # recorded (`record_too_large`); OpenCode writes one small file per message and per part.
 OPENCODE_JSON_MAX_BYTES = 16 * 1024 * 1024
@@ -973,6 +977,11 @@ HOOK_PROMPT_TOKENS = 400
 # prints nothing and exits 0. `memory-pipeline hook prompt --deadline S` overrides them.
 HOOK_SESSION_DEADLINE_S = 1.5
 HOOK_PROMPT_DEADLINE_S = 0.5
+# A session start that finds no hook server running (the first session after a reboot or after
+# HOOK_SERVER_IDLE_EXIT_S) starts it and waits this long for its answer instead: the server
+# imports its libraries and loads the model first (1.8-2.1 s at load 2-3, longer on a busy
+# machine), once per cold start. It stays under the agents' kill timeout (10 s, install.py).
+HOOK_SESSION_COLD_DEADLINE_S = 8.0
 # Relevance: a packed memory is injected only when the cosine (all-MiniLM-L6-v2, serving space)
 # between the prompt and its best quoted passage reaches this; with none reaching it the hook
 # prints nothing. Tuned with scripts/bench_hooks.py on the demo and long-conversation gold

@@ -8,6 +8,7 @@ and DAGSTER_HOME at temporary directories.
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -24,6 +25,11 @@ from memory_pipeline.models.sources import SOURCES
 from memory_pipeline.settings import REPO_ROOT
 
 TEMPLATE_DB = "mp_test_template"
+
+# The tests use fixed days of past years: their partitions start early enough for all of them
+# (set before any test module builds the definitions). A new home's default, the first captured
+# day, is tested in capture/test_partitions.py in processes of its own.
+os.environ["MEMORY_PARTITION_START"] = "2020-01-01"
 
 
 @pytest.fixture(scope="session")

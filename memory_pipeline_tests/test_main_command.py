@@ -54,6 +54,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORY_HOME": str(home), "MEMORY_SOURCES": "auto"}
     env.pop("DAGSTER_HOME", None)
+    env.pop("MEMORY_PARTITION_START", None)  # a new home's own partitions (the tests set one)
     return subprocess.run(
         [CLI, *args], env=env, capture_output=True, text=True, timeout=900, check=False
     )
@@ -89,6 +90,17 @@ def test_main_command_materializes_the_graph_on_a_fresh_home(home: Path, first_r
             ("dream_job", "SUCCESS"),
             ("backup_job", "SUCCESS"),
         ]
+        # The partitions start at the home's first captured day, and the ingest run covers
+        # every day from there.
+        range_start = conn.execute(
+            "SELECT value FROM run_tags WHERE key = 'dagster/asset_partition_range_start'"
+        ).fetchall()
+    with psycopg.connect(EmbeddedServer(home / "pgdata").uri("memory")) as conn:
+        (first,) = conn.execute(
+            "SELECT min((started_at AT TIME ZONE 'UTC')::date) FROM captured_tasks"
+        ).fetchone()  # type: ignore[misc]
+    assert (home / "partitions-start").read_text().strip() == first.isoformat()
+    assert range_start == [(first.isoformat(),)]
 
 
 def test_rerunning_the_main_command_changes_nothing(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]

@@ -44,9 +44,8 @@ from memory_pipeline.capture.protocol import (
 from memory_pipeline.capture.report import CaptureReport
 from memory_pipeline.capture.store import path_text, record_file_issue, unrecorded_file_issues
 from memory_pipeline.capture.unreadable import no_task_issue
-from memory_pipeline.partitions import PARTITION_START
+from memory_pipeline.partitions import partition_days
 
-FIRST_DAY = date.fromisoformat(PARTITION_START)
 PEEK_FAILED = "task_days_failed"  # capture_skips reason: the connector raised while peeking
 DISCOVER_FAILED = "discover_failed"  # capture_skips reason: the connector raised while listing
 NAMES_FAILED = "names_failed"  # capture_skips reason: the connector raised reading task names
@@ -57,12 +56,6 @@ log = logging.getLogger(__name__)
 # A file version the sensor already dealt with: (size, mtime_ns, look again at ns or 0).
 Handled = tuple[int, int, int]
 REQUESTED, PEEK_FAILED_OUTCOME = "requested", "peek_failed"  # sensor_file_requests.outcome
-
-
-def partition_days(days: Iterable[date]) -> set[date]:
-    """Only days that exist as partitions: from PARTITION_START to today (UTC)."""
-    last = datetime.now(UTC).date()
-    return {d for d in days if FIRST_DAY <= d <= last}
 
 
 @dataclass(frozen=True)
@@ -359,7 +352,9 @@ def _save_requests(
 
 
 def changed_since(connectors: Iterable[Connector], since_ns: int) -> tuple[set[date], int]:
-    """Task days of files modified after `since_ns`, and the newest mtime seen.
+    """Task days of files modified after `since_ns` (their own days, not yet their partitions:
+    `memory-pipeline run` records the first one before the partitions are defined), and the
+    newest mtime seen.
 
     Without a database (`memory-pipeline run` plans with since_ns=0: every file). A connector
     raising on a file is logged and that file left out; capture then records it when it reads it.
@@ -390,7 +385,7 @@ def changed_since(connectors: Iterable[Connector], since_ns: int) -> tuple[set[d
             newest = max(newest, names_mtime)
             for path in renamed:
                 days |= _safe_days(connector, path)
-    return partition_days(days), newest
+    return days, newest
 
 
 def _cache_peeks(

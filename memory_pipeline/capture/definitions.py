@@ -8,8 +8,9 @@ from memory_pipeline.capture.report import OWNERSHIP_SKIP_LINE
 from memory_pipeline.db.definitions import memory_database
 from memory_pipeline.jobs import INGEST_JOB, ingest_days_in_flight, request_days, work_key
 from memory_pipeline.models.sources import SOURCES
-from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.partitions import daily, day_window, first_day, pin_first_day, single_run
 from memory_pipeline.resources import DatabaseResource, SourcesResource
+from memory_pipeline.settings import Settings
 from memory_pipeline.tuning import TRANSCRIPT_SENSOR_INTERVAL_S
 
 agent_transcripts = dg.AssetSpec(
@@ -40,11 +41,11 @@ agent_transcripts = dg.AssetSpec(
 def captured_tasks(
     context: dg.AssetExecutionContext, db: DatabaseResource, sources: SourcesResource
 ) -> dg.MaterializeResult:
-    window = context.partition_time_window
+    start, end = day_window(context)
     with db.connection() as conn:
-        report = capture_window(
-            conn, sources.connectors(), window.start.date(), window.end.date(), context.log.info
-        )
+        report = capture_window(conn, sources.connectors(), start, end, context.log.info)
+    # The home's first capture keeps the day its partitions start at (see partitions.py).
+    pin_first_day(Settings.from_env(), lambda: [first_day()])
     metadata = {
         key: dg.MetadataValue.json(value) if isinstance(value, dict) else value
         for key, value in report.metadata().items()

@@ -6,7 +6,7 @@ from memory_pipeline.embedding.bm25_stats import refresh_bm25_statistics
 from memory_pipeline.embedding.keyword_index import refresh_for_asset
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline.inbox.definitions import inbox_documents
-from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.partitions import daily, day_window, single_run
 from memory_pipeline.progress import step_progress
 from memory_pipeline.resources import DatabaseResource, EmbeddingResource
 from memory_pipeline.semantic.definitions import semantic_memories
@@ -35,14 +35,14 @@ from memory_pipeline.tuning import PROGRESS_TERMINAL_EVERY_S
 def memory_embeddings(
     context: dg.AssetExecutionContext, db: DatabaseResource, embedding: EmbeddingResource
 ) -> dg.MaterializeResult:
-    window = context.partition_time_window
+    start, end = day_window(context)
     embedder = embedding.embedder()
     with db.connection() as conn:
         report = embed_window(
             conn,
             embedder,
-            window.start.date(),
-            window.end.date(),
+            start,
+            end,
             progress=step_progress(context.log.info, PROGRESS_TERMINAL_EVERY_S),
         )
         keywords = refresh_for_asset(conn, context.log)

@@ -6,7 +6,7 @@ import dagster as dg
 from memory_pipeline.embedding.definitions import memory_embeddings
 from memory_pipeline.entities.ollama_backend import backend_for
 from memory_pipeline.entities.store import extract_window
-from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.partitions import daily, day_window, single_run
 from memory_pipeline.resources import DatabaseResource, SemanticResource
 
 MODEL_FAILURES_CHECK = "no_failed_entity_batches"
@@ -35,13 +35,11 @@ MODEL_FAILURES_CHECK = "no_failed_entity_batches"
 def memory_entities(
     context: dg.AssetExecutionContext, db: DatabaseResource, semantic: SemanticResource
 ) -> dg.MaterializeResult:
-    window = context.partition_time_window
+    start, end = day_window(context)
     backend = backend_for(semantic.ollama_host, semantic.model, semantic.timeout_s)
     context.log.info(f"entity backend: {backend.name if backend else 'offline'}")
     with db.connection() as conn:
-        report = extract_window(
-            conn, window.start.date(), window.end.date(), backend, progress=context.log.info
-        )
+        report = extract_window(conn, start, end, backend, progress=context.log.info)
     failures = dg.MetadataValue.json(report.failures)
     return dg.MaterializeResult(
         metadata={**report.metadata(), "failed_batches": failures},

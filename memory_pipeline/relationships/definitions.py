@@ -4,7 +4,7 @@ import dagster as dg
 
 from memory_pipeline.embedding.definitions import memory_embeddings
 from memory_pipeline.entities.definitions import memory_entities
-from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.partitions import daily, day_window, single_run
 from memory_pipeline.progress import step_progress
 from memory_pipeline.relationships.judges import judge_for
 from memory_pipeline.relationships.store import discover_window
@@ -40,15 +40,15 @@ JUDGE_FAILURES_CHECK = "no_failed_judgements"
 def memory_relationships(
     context: dg.AssetExecutionContext, db: DatabaseResource, semantic: SemanticResource
 ) -> dg.MaterializeResult:
-    window = context.partition_time_window
+    start, end = day_window(context)
     judge = judge_for(semantic.ollama_host, semantic.model, semantic.timeout_s)
     context.log.info(f"relationship judge: {judge.name}")
     with db.connection() as conn:
         report = discover_window(
             conn,
             judge,
-            window.start.date(),
-            window.end.date(),
+            start,
+            end,
             progress=step_progress(context.log.info, PROGRESS_TERMINAL_EVERY_S),
         )
     failures = dg.MetadataValue.json([f.model_dump() for f in report.failures])

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from memory_pipeline.capture.definitions import captured_tasks
-from memory_pipeline.partitions import daily, single_run
+from memory_pipeline.partitions import daily, day_window, single_run
 from memory_pipeline.resources import DatabaseResource, SemanticResource
 from memory_pipeline.semantic.process import process_window
 
@@ -29,15 +29,15 @@ FAILURES_CHECK = "no_failed_passes"
 def semantic_memories(
     context: dg.AssetExecutionContext, db: DatabaseResource, semantic: SemanticResource
 ) -> dg.MaterializeResult:
-    window = context.partition_time_window
+    start, end = day_window(context)
     backend = semantic.backend()
     context.log.info(f"semantic backend: {backend.name}")
     with db.connection() as conn:
         report = process_window(
             conn,
             backend,
-            window.start.date(),
-            window.end.date(),
+            start,
+            end,
             semantic.quiet_minutes,
             progress=context.log.info,
         )

@@ -134,11 +134,13 @@ def test_range_backfill_is_one_idempotent_run(db_url, conn, tmp_path, dagster_ho
     assert len(second.asset_materializations_for_node("captured_tasks")) == 12
 
 
-@pytest.mark.parametrize("day", ["2019-12-31"])
-def test_days_before_the_first_partition_are_not_requested(tmp_path, day) -> None:  # type: ignore[no-untyped-def]
-    from memory_pipeline.capture.changes import partition_days
+@pytest.mark.parametrize("day", ["2019-12-31", "1999-05-01"])
+def test_days_before_the_first_partition_belong_to_the_first_partition(day) -> None:  # type: ignore[no-untyped-def]
+    from memory_pipeline.partitions import first_day, partition_days
 
-    assert partition_days({date.fromisoformat(day), date(2026, 9, 24)}) == {date(2026, 9, 24)}
+    assert first_day() == date(2020, 1, 1)  # the tests' MEMORY_PARTITION_START
+    days = {date.fromisoformat(day), date(2026, 9, 24)}
+    assert partition_days(days) == {date(2020, 1, 1), date(2026, 9, 24)}
 
 
 def test_delegated_tasks_are_reported_in_the_run(db_url, conn, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -29,6 +30,7 @@ from memory_pipeline.entities.definitions import memory_entities
 from memory_pipeline.inbox.definitions import inbox_documents
 from memory_pipeline.inbox.resource import InboxResource
 from memory_pipeline.jobs import INGEST_JOB, PARTITION_TAG, ingest_job, run_days
+from memory_pipeline.partitions import first_day
 from memory_pipeline.relationships.definitions import memory_relationships
 from memory_pipeline.resources import (
     DatabaseResource,
@@ -481,3 +483,44 @@ def test_hourly_catch_up_requests_what_the_sensor_missed(db_url, conn, tmp_path,
     assert days_of(catch_up()) == {DAY_21}  # type: ignore[arg-type]
     add_run(instance, DAY_21, dg.DagsterRunStatus.QUEUED)
     assert isinstance(catch_up(), dg.SkipReason)  # a queued run will capture it anyway
+
+
+def test_a_transcript_older_than_the_first_partition_is_requested_and_captured(
+    db_url, conn, tmp_path, instance
+) -> None:  # type: ignore[no-untyped-def]
+    """A session from before the partitions start (copied in with its old timestamps, or a
+    chat exported years ago) arrives after the first capture: the sensor requests the first
+    partition, and that partition's run captures it under its own start time."""
+    home = codex_home(tmp_path, RENAMED)
+    src = sources(home, tmp_path)
+    watch = Watch(instance, src, db_url)
+    watch.tick()
+    capture_all(conn, src)
+    first = first_day()  # this process's first partition (the tests set 2020-01-01)
+    old_day = first - timedelta(days=400)
+    original = rollout("01a0c2e9")  # started 2026-09-21
+    shift = datetime(2026, 9, 21, tzinfo=UTC) - datetime.combine(old_day, time(), UTC)
+    text = original.read_text().replace("2026-09-21", old_day.isoformat())
+    text = re.sub(
+        r'"(started_at|completed_at)":(\d+)',
+        lambda m: f'"{m[1]}":{int(m[2]) - int(shift.total_seconds())}',
+        text,
+    )
+    copy = home / "sessions" / "old-export" / original.name
+    copy.parent.mkdir(parents=True)
+    copy.write_text(text)
+    set_mtime(copy, datetime.combine(old_day, time(20), UTC))
+    (request,) = watch.tick().run_requests
+    assert days_of(request) == {first}
+    result = dg.materialize(
+        [captured_tasks],
+        partition_key=request.partition_key,
+        resources={"db": DatabaseResource(url=db_url), "sources": src},
+    )
+    assert result.success
+    started = conn.execute(
+        "SELECT (started_at AT TIME ZONE 'UTC')::date FROM captured_tasks"
+        " WHERE native_id LIKE '01a0c2e9%'"
+    ).fetchall()
+    assert started == [(old_day,)]
+    assert watch.requested() == set()

@@ -19,6 +19,7 @@ from memory_pipeline_tests.serving.test_hooks import (  # noqa: F401 (pytest fix
     running,
 )
 from memory_pipeline_tests.serving.test_hooks_install import run_main
+from memory_pipeline_tests.support.hook_runs import stop_started_server
 from serving.hooks import payload
 
 # A sessionStart stdin as Cursor 3.17/3.18 writes it (fusengine/harness
@@ -86,6 +87,7 @@ def test_the_cursor_hook_fails_open(hook_home: Path):  # noqa: F811
         assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
         lines = _log(hook_home)[before:]
         assert len(lines) == 1 and expected in lines[0], lines
+    stop_started_server(hook_home)
 
 
 # --- hooks install|uninstall cursor -------------------------------------------------------------

@@ -9,9 +9,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ def runs_without_memory(
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
     env.pop("DATABASE_URL", None)
     env["MEMORY_HOME"] = str(tmp_path / "empty")
-    return [
+    runs = [
         subprocess.run(
             [CLI, "hook", event, "--deadline", "1"],
             input=json.dumps(body).encode(),
@@ -45,3 +48,18 @@ def runs_without_memory(
         )
         for event, body in bodies
     ]
+    stop_started_server(tmp_path / "empty")
+    return runs
+
+
+def stop_started_server(home: Path, wait_s: float = 120.0) -> None:
+    """The hook finding no server started one in the background (a resident process of
+    200 MB): stop it once it listens, so test runs do not leave servers behind."""
+    if not (home / "hook-server.starting").exists() and not (home / "hook-server.pid").exists():
+        return
+    pid_file = home / "hook-server.pid"
+    deadline = time.monotonic() + wait_s
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int(pid_file.read_text()), signal.SIGTERM)

@@ -8,7 +8,8 @@ what the server answered, in the hook output format, if it arrives before the de
 It fails open, always: whatever goes wrong (no server yet, database down, schema older than the
 code, no embedder, the deadline passed, a bad payload), it prints nothing, exits 0 and appends
 one line to MEMORY_HOME/logs/hooks.log. When no server answers it starts one in the background:
-a session start waits for it within its deadline, a prompt does not (that prompt gets nothing).
+a session start waits for it up to HOOK_SESSION_COLD_DEADLINE_S, a prompt does not (that prompt
+gets nothing).
 """
 
 from __future__ import annotations
@@ -112,9 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         log_line(home, f"hook: {exc}; {USAGE.splitlines()[0]}")
         return 0
     deadline_at = started + (deadline if deadline is not None else DEADLINES[event_name])
+    # A session start that has to wait for the server to start waits longer (once per cold
+    # start); an explicit --deadline holds either way.
+    cold_at = started + (deadline if deadline is not None else tuning.HOOK_SESSION_COLD_DEADLINE_S)
     try:
         event = payload.parse(sys.stdin.buffer.read(), event_name)
-        text = ask(home, event, tokens, deadline_at)
+        text = ask(home, event, tokens, deadline_at, cold_at)
     except DeadlineExceeded:
         log_line(home, f"{event_name}: deadline exceeded; nothing injected")
         return 0
@@ -128,8 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def ask(home: str, event: payload.HookEvent, tokens: int | None, deadline_at: float) -> str | None:
-    """The server's answer for `event`, or None (and one log line) when there is none in time."""
+def ask(
+    home: str,
+    event: payload.HookEvent,
+    tokens: int | None,
+    deadline_at: float,
+    cold_at: float | None = None,
+) -> str | None:
+    """The server's answer for `event`, or None (and one log line) when there is none in time.
+    A session start that finds no server starts one and waits for it until `cold_at` (if
+    later than `deadline_at`); a prompt does not wait."""
     if event.event == payload.USER_PROMPT_SUBMIT and not event.prompt.strip():
         return None  # an empty prompt asks nothing
     path = socket_path(home)
@@ -137,6 +149,7 @@ def ask(home: str, event: payload.HookEvent, tokens: int | None, deadline_at: fl
     if sock is None:
         started = start_server(home, path)
         if event.event == payload.SESSION_START:
+            deadline_at = max(deadline_at, cold_at or deadline_at)
             sock = _wait_for_server(path, deadline_at)
         if sock is None:
             what = "started it" if started else "it is starting"

@@ -7,10 +7,11 @@ hook section for the figures). This process keeps one read-only connection and t
 It listens only on a Unix socket (MEMORY_HOME/hook.sock, mode 0600), is started on demand by the
 first client that finds no server (or by `memory-pipeline hook serve`), answers one JSON request
 per connection (`{"event", "prompt", "cwd", "source", "tokens", "seconds"}` ->
-`{"text"}` or `{"error"}`), each in a thread of its own with its own reader connection (and,
-with HOOK_SERVER_PROCESSES > 1, in forked copies of the warmed-up server accepting on the same
-socket, so the cores answer prompts side by side), and exits after HOOK_SERVER_IDLE_EXIT_S
-without a request. Every failure becomes an `error` the client logs; the server keeps running.
+`{"text"}` or `{"error"}`), in HOOK_SERVER_THREADS worker threads that each keep their own
+reader connection for the server's life (and, with HOOK_SERVER_PROCESSES > 1, in forked copies
+of the warmed-up server accepting on the same socket, so the cores answer prompts side by side),
+and exits after HOOK_SERVER_IDLE_EXIT_S without a request. Every failure becomes an `error` the
+client logs; the server keeps running.
 
 One server per home: MEMORY_HOME/hook-server.lock (an flock held for the server's life) decides,
 not the socket file. A server whose socket file was removed or replaced exits at once (within
@@ -34,6 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +54,14 @@ class DatabaseStopped(Exception):
 
 
 class HookService:
-    """Answers hook requests, each thread on its own reader connection (reconnecting after a
-    failure), at most HOOK_SERVER_THREADS at once."""
+    """Answers hook requests, each worker thread on its own reader connection, kept for the
+    server's life (reconnecting after a failure)."""
 
     def __init__(self, settings: Settings, url: str | None = None) -> None:
         self.settings = settings
         self.url = url
         self._local = threading.local()
         self.embedder = inject.RememberingEmbedder(settings.ollama_host)
-        self.slots = threading.BoundedSemaphore(tuning.HOOK_SERVER_THREADS)
         # Shared with forked copies (monotonic time is the same clock in every process), so no
         # copy idles out while another is answering.
         self._last = multiprocessing.RawValue("d", time.monotonic())
@@ -120,7 +121,8 @@ class HookService:
             if space is not None:
                 self.embedder.embed(space[0], "warm up")
 
-    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, request: dict[str, Any], waited: float = 0.0) -> dict[str, Any]:
+        """The reply to one request; `waited`: seconds it waited for a free worker."""
         self.last_request = time.monotonic()
         try:
             session = request.get("event") == SESSION_START
@@ -131,14 +133,14 @@ class HookService:
                 source=request.get("source") if isinstance(request.get("source"), str) else None,
                 session_id=None,
             )
-            seconds = float(request.get("seconds") or 0.0)
+            seconds = float(request.get("seconds") or 0.0) - waited
         except (TypeError, ValueError) as exc:
             return {"error": f"bad request ({exc})"}
         tokens = request.get("tokens")
         if not isinstance(tokens, int) or tokens <= 0:
             s = self.settings
             tokens = s.hook_session_tokens if session else s.hook_prompt_tokens
-        if not self.slots.acquire(timeout=max(0.0, seconds)):
+        if seconds <= 0:
             return {"error": "deadline exceeded waiting for earlier requests"}
         try:
             conn = self._connection()
@@ -165,8 +167,6 @@ class HookService:
             return {"error": f"database error: {type(exc).__name__}: {exc}"}
         except Exception as exc:  # the embedder, a bug: logged by the client, server stays up
             return {"error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            self.slots.release()
 
     def forget_connections(self) -> None:
         """After a fork: the parent's connection belongs to the parent."""
@@ -176,27 +176,53 @@ class HookService:
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         service: HookService = self.server.service  # type: ignore[attr-defined]
+        waited = time.monotonic() - self.server.accepted_at.pop(self.request, time.monotonic())  # type: ignore[attr-defined]
         try:
             request = json.loads(self.rfile.readline() or b"{}")
-            reply = service.answer(request if isinstance(request, dict) else {})
+            reply = service.answer(request if isinstance(request, dict) else {}, waited)
         except ValueError as exc:
             reply = {"error": f"bad request ({exc})"}
         with contextlib.suppress(OSError):
             self.wfile.write(json.dumps(reply).encode() + b"\n")
 
 
-class HookServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
+class HookServer(socketserver.UnixStreamServer):
+    """Accepts on the socket and hands each connection to one of HOOK_SERVER_THREADS worker
+    threads. The workers live as long as the server, so each keeps its database connection
+    (and the backend's warm caches): a thread per request would connect on every prompt."""
+
     request_queue_size = 128  # 20 prompts at once wait in the backlog, not in connect()
 
     def __init__(self, path: str, service: HookService) -> None:
         self.service = service
+        self.workers: ThreadPoolExecutor | None = None  # started in each process, after fork
+        self.accepted_at: dict[Any, float] = {}
         old = os.umask(0o077)  # the socket is the user's alone
         try:
             super().__init__(path, _Handler)
         finally:
             os.umask(old)
         self.socket_inode = os.stat(path).st_ino
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.workers is not None:
+            self.workers.shutdown(wait=False, cancel_futures=True)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self.workers is None:
+            self.workers = ThreadPoolExecutor(tuning.HOOK_SERVER_THREADS, "hook-worker")
+        self.accepted_at[request] = time.monotonic()
+        self.workers.submit(self._work, request, client_address)
+
+    def _work(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.accepted_at.pop(request, None)
+            self.shutdown_request(request)
 
 
 def already_serving(path: str) -> bool:
@@ -249,31 +275,40 @@ def serve(
     until the socket file is removed or replaced. Returns None without serving when another
     server already answers there (unless `locked`: the caller holds the home's server lock,
     so whatever answers there is an orphan on its way out). With `processes` > 1, forked
-    copies of this (warmed-up) server accept on the same socket. `warm_up` runs after the
-    socket listens: a cold session start's request waits in the backlog meanwhile instead of
-    finding no server."""
+    copies of this (warmed-up) server accept on the same socket. `warm_up` runs before the
+    socket exists (a cold session start's client waits for the socket meanwhile), so from the
+    moment it listens the server watches its socket: deleting it ends the server within
+    HOOK_SERVER_SOCKET_CHECK_S however long the warm-up took."""
     if not locked and already_serving(path):
         return None
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    server = HookServer(path, service)
     if warm_up is not None:
         warm_up()
         service.forget_connections()  # each process (and thread) connects on its own
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    server = HookServer(path, service)
     children: list[int] = []
-    for _ in range(max(0, processes - 1)):
-        pid = os.fork()
-        if pid == 0:  # a child: its own connections, the same listening socket
-            try:
-                signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-                service.forget_connections()
-                _serve_until_done(server, path, service, idle_exit_s)
-            finally:
-                os._exit(0)
-        children.append(pid)
-    if on_ready is not None:
-        on_ready()
     try:
+        for _ in range(max(0, processes - 1)):
+            # SIGTERM waits while forking: Python runs its handler (sys.exit) in whatever code
+            # comes next, and during a fork that is the at-fork callbacks (logging's), which
+            # swallow the SystemExit: a server stopped at that moment kept serving.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                pid = os.fork()
+                if pid == 0:  # a child: its own connections, the same listening socket
+                    try:
+                        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+                        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                        service.forget_connections()
+                        _serve_until_done(server, path, service, idle_exit_s)
+                    finally:
+                        os._exit(0)
+                children.append(pid)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        if on_ready is not None:
+            on_ready()
         _serve_until_done(server, path, service, idle_exit_s)
     finally:
         for pid in children:
@@ -296,11 +331,13 @@ def _serve_until_done(
         while True:
             time.sleep(check)
             if not _socket_is_ours(path, server.socket_inode):
-                server.shutdown()  # an orphan: nobody can reach it any more
-                return
+                why = f"its socket {path} is gone or replaced"  # an orphan: nobody can reach it
+                break
             if time.monotonic() - service.last_request > idle_exit_s:
-                server.shutdown()
-                return
+                why = f"no request for {idle_exit_s:.0f} s"
+                break
+        print(f"hook server {os.getpid()} exiting: {why}", flush=True)
+        server.shutdown()
 
     threading.Thread(target=_watch, daemon=True).start()
     try:
