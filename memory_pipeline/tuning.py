@@ -939,10 +939,17 @@ MCP_POOL_WAIT_S = 60.0
 # memory_search and memory_context over HTTP run in MCP_WORKERS worker processes (0: one per
 # core; MEMORY_MCP_WORKERS overrides it), each with one reader connection and its own embedder
 # (serving/mcp/workers.py); stdio runs them in threads. A call that would wait in line longer
-# than MCP_QUEUE_MAX_WAIT_S (calls ahead / workers x recent seconds per call) is answered at once
-# with "busy, retry after N s". 200 concurrent sessions fit in it on 2 cores (BENCHMARKS.md).
+# than MCP_QUEUE_MAX_WAIT_S (calls ahead / workers x recent seconds a worker was busy per call,
+# measured from hand-over to answer) is answered at once with "busy, retry after N s".
 MCP_WORKERS = 0
+# Streamable HTTP answers each request with one JSON body (True) or an SSE stream (False). The
+# tools send no progress or log notifications, so JSON costs the server less per call.
+MCP_JSON_RESPONSE = True
 MCP_QUEUE_MAX_WAIT_S = 10.0
+# An idle keep-alive connection is closed by the server after this many seconds: longer than
+# clients keep theirs (httpx 5 s, Node 4-5 s), so a client never sends a call on a connection the
+# server is closing at that moment (uvicorn's own 5 s did that: "ReadError" under load).
+MCP_HTTP_KEEP_ALIVE_S = 65
 
 # MCP over HTTP input (serving/mcp/http_guard.py).
 # A request body nested deeper than this (arrays and objects) is answered with a JSON-RPC parse

@@ -37,8 +37,12 @@ def _corpus(conn: psycopg.Connection) -> None:
     embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))  # what the asset does
 
 
-async def _clients(app: object, sessions: int, calls_each: int) -> list[object]:
-    """`sessions` MCP sessions at once, each making `calls_each` memory_search calls."""
+async def _clients(
+    app: object, sessions: int, calls_each: int, modes: tuple[str, ...] = ("auto",)
+) -> list[object]:
+    """`sessions` MCP sessions at once, each making `calls_each` memory_search calls; session s
+    speaks `modes[s % len(modes)]` ("auto": the 2026-07-28 single-exchange requests; "legacy":
+    the initialize handshake and an Mcp-Session-Id)."""
     results: list[object] = []
 
     async def one(s: int) -> None:
@@ -48,7 +52,8 @@ async def _clients(app: object, sessions: int, calls_each: int) -> list[object]:
             headers={"Authorization": f"Bearer {TOKEN}"},
             timeout=120,
         )
-        async with http, Client(streamable_http_client(f"{BASE}/mcp", http_client=http)) as c:
+        transport = streamable_http_client(f"{BASE}/mcp", http_client=http)
+        async with http, Client(transport, mode=modes[s % len(modes)]) as c:  # type: ignore[arg-type]
             for i in range(calls_each):
                 results.append(
                     await c.call_tool("memory_search", {"query": f"token bucket {s} {i}"})
@@ -79,6 +84,13 @@ async def test_many_sessions_on_worker_processes_all_answer(worker_app: object) 
     assert len(results) == 32 and errors == []
     texts = [r.content[0].text for r in results]  # type: ignore[attr-defined]
     assert all("Token bucket number" in t for t in texts)  # real results, from the workers
+
+
+async def test_sessions_of_both_protocol_revisions_all_answer_at_once(worker_app: object) -> None:
+    results = await _clients(worker_app, sessions=24, calls_each=1, modes=("auto", "legacy"))
+    errors = [r.content[0].text for r in results if r.is_error]  # type: ignore[attr-defined]
+    assert len(results) == 24 and errors == []
+    assert all("Token bucket number" in r.content[0].text for r in results)  # type: ignore[attr-defined]
 
 
 async def test_a_full_line_answers_busy_with_a_retry_time_at_once(

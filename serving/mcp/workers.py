@@ -70,8 +70,9 @@ class Gate:
         return ahead / self.slots * self.seconds_per_call
 
     async def run(self, call: Callable[[], Any]) -> Any:
-        """`call()` returns (value, seconds of work): the work time, measured where the work ran
-        (not counting a worker's start), is what estimates the wait."""
+        """`call()` returns (value, seconds the slot was busy with it): that time, measured by
+        the runner from handing the call over to its answer coming back (not counting a
+        worker's start), is what estimates the wait."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.slots)
         wait = self.estimated_wait()
@@ -106,9 +107,11 @@ class ThreadRunner:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.slots)
         ctx = self._context()
-        return await anyio.to_thread.run_sync(
+        started = time.monotonic()
+        answer, _ = await anyio.to_thread.run_sync(
             lambda: _timed(body, ctx, kwargs), limiter=self._limiter
         )
+        return answer, time.monotonic() - started
 
     def start(self) -> None:
         pass
@@ -125,6 +128,11 @@ def _init_worker(reader_url: str, ollama_host: str) -> None:
     from serving.mcp.tools import BodyContext
 
     global _worker
+    # Each worker is one of as many as there are cores: BLAS threads of their own would spin on
+    # the cores the other workers (and PostgreSQL) use.
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
     _worker = BodyContext.for_worker(reader_url, ollama_host)
 
 
@@ -160,6 +168,7 @@ class ProcessRunner:
         self._ollama_host = ollama_host
         self.slots = max(1, processes)
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._warming: list[concurrent.futures.Future[int]] = []
         self._lock = threading.Lock()
 
     def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
@@ -171,8 +180,8 @@ class ProcessRunner:
                     initializer=_init_worker,
                     initargs=(self._reader_url(), self._ollama_host),
                 )
-                for _ in range(self.slots):  # each warms up as it starts
-                    self._executor.submit(_warm_worker)
+                # each warms up as it starts
+                self._warming = [self._executor.submit(_warm_worker) for _ in range(self.slots)]
             return self._executor
 
     def start(self) -> None:
@@ -188,9 +197,16 @@ class ProcessRunner:
     async def call(
         self, body: Callable[..., Answer], kwargs: dict[str, Any]
     ) -> tuple[Answer, float]:
-        executor = await anyio.to_thread.run_sync(self._pool)
-        future = executor.submit(_run_in_worker, body, kwargs)
-        return await asyncio.wrap_future(future)
+        executor = self._executor  # started: no thread hop for every call
+        if executor is None:
+            executor = await anyio.to_thread.run_sync(self._pool)
+        warm = all(f.done() for f in self._warming)
+        started = time.monotonic()
+        answer, took = await asyncio.wrap_future(executor.submit(_run_in_worker, body, kwargs))
+        # The slot was busy from hand-over to answer (the pipes and the scheduler's delays
+        # included, which under load are much of it); before the workers are warm, their start
+        # would count too, so the work alone is told then.
+        return answer, (time.monotonic() - started) if warm else took
 
     def stop(self) -> None:
         with self._lock:
