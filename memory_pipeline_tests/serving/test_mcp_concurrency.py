@@ -117,8 +117,16 @@ async def test_a_full_line_answers_busy_with_a_retry_time_at_once(
     answered = [t for r, t in zip(results, texts, strict=True) if not r.is_error]  # type: ignore[attr-defined]
     assert busy and answered, [t for t in texts if "busy" not in t]
     assert all(
-        re.search(r"busy \(\d+ calls ahead of this one\); retry after \d+ s", t) for t in busy
+        re.search(
+            r"^Error executing tool memory_search: the memory server is busy "
+            r"\(\d+ calls ahead of this one\); retry after \d+ s$",
+            t,
+        )
+        for t in busy
     )
+    # The same wait, for a client that retries by itself.
+    waits = [r.meta["retry_after_s"] for r in results if r.is_error]  # type: ignore[attr-defined]
+    assert all(isinstance(w, int) and w >= 1 for w in waits)
     assert all("Token bucket number" in t for t in answered), answered
     assert took < 60  # nobody waited for the whole line
 
