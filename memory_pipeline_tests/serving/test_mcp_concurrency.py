@@ -4,6 +4,7 @@ would wait too long is told "busy, retry after N s" at once instead of waiting."
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import AsyncIterator
 from datetime import date
@@ -159,3 +160,27 @@ async def test_the_gate_estimates_the_wait_from_the_calls_ahead() -> None:
     busy = [o for o in outcomes if isinstance(o, Busy)]
     assert len(busy) == 3 and outcomes.count("done") == 6
     assert all(b.retry_after_s >= 1 for b in busy)
+
+
+def _request(sock: socket.socket, port: int) -> bytes:
+    """One keep-alive HTTP request on `sock` (no token: a quick 401), the response's first bytes."""
+    sock.sendall(
+        f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: keep-alive\r\n\r\n".encode()
+    )
+    return sock.recv(4096)
+
+
+def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(reader_url: str) -> None:
+    """A client keeps an idle connection ~5 s (httpx) and sends its next call on it; the server
+    must not be closing it at that moment (uvicorn's default 5 s made that a ReadError)."""
+    from memory_pipeline.bench.serving import McpServerProcess
+
+    server = McpServerProcess(reader_url)
+    try:
+        server.wait_ready()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+            assert _request(sock, server.port).startswith(b"HTTP/1.1 401")
+            time.sleep(6.5)  # longer than clients keep an idle connection
+            assert _request(sock, server.port).startswith(b"HTTP/1.1 401")
+    finally:
+        server.stop()
