@@ -20,6 +20,7 @@ from memory_pipeline import tuning
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import add_memory
+from serving.mcp import workers
 from serving.mcp.http import http_app
 from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
@@ -132,7 +133,10 @@ async def test_a_full_line_answers_busy_with_a_retry_time_at_once(
     assert took < 60  # nobody waited for the whole line
 
 
-async def test_the_gate_estimates_the_wait_from_the_calls_ahead() -> None:
+async def test_the_gate_estimates_the_wait_from_the_calls_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(workers, "_CORES", 2)
     gate = Gate(slots=2, max_wait_s=0.6)
     gate.seconds_per_call = 0.25
     release = anyio.Event()
@@ -184,3 +188,15 @@ def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(reader_ur
             assert _request(sock, server.port).startswith(b"HTTP/1.1 401")
     finally:
         server.stop()
+
+
+def test_more_slots_than_cores_do_not_shorten_the_promised_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """8 threads on 2 cores finish calls no faster than 2 would: 200 calls in line at 0.1 s each
+    are 10 s away, not 2.5 s (threads admitted all 200 of a burst and answered some after 14 s)."""
+    monkeypatch.setattr(workers, "_CORES", 2)
+    gate = Gate(slots=8, max_wait_s=5.0)
+    gate.seconds_per_call = 0.1
+    gate.active, gate.waiting = 8, 200
+    assert gate.estimated_wait() == pytest.approx(201 / 2 * 0.1)

@@ -119,9 +119,14 @@ def run_http(
 
     transport_security(host, allow_remote, allowed_hosts)  # refuse a bad bind before anything
     token = load_or_create_token(memory_home)
-    server = build_server(
-        reader_url, token=token, include_private=include_private, workers=worker_count()
-    )
+    workers = worker_count()
+    if workers == 0:
+        # The calls run in threads of this process, several at once: BLAS threads of their own
+        # would only spin against each other (and PostgreSQL) on the same cores.
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+    server = build_server(reader_url, token=token, include_private=include_private, workers=workers)
     app = http_app(server, host, allow_remote, allowed_hosts)
     shown = f"[{host}]" if ":" in host else host
     print(
