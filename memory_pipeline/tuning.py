@@ -953,13 +953,25 @@ MCP_POOL_SIZE = 8
 MCP_POOL_MAX_WAITING = 256
 MCP_POOL_WAIT_S = 60.0
 
-# memory_search and memory_context over HTTP run in MCP_WORKERS worker processes (0: one per
-# core; MEMORY_MCP_WORKERS overrides it), each with one reader connection and its own embedder
-# (serving/mcp/workers.py); stdio runs them in threads. A call that would wait in line longer
-# than MCP_QUEUE_MAX_WAIT_S (calls ahead / workers x recent seconds per call) is answered at once
-# with "busy, retry after N s". 200 concurrent sessions fit in it on 2 cores (BENCHMARKS.md).
+# Where memory_search and memory_context run over HTTP: MCP_WORKERS = 0 in threads of the server
+# process (at most MCP_POOL_SIZE at once, sharing its connection pool and embedder), N > 0 in N
+# worker processes (each with one reader connection and its own embedder; -1: one per core).
+# MEMORY_MCP_WORKERS overrides it (`threads`, `cores` or N). Threads measured better on 2 cores:
+# the database does about half of each call's CPU, so the GIL is not what limits them, and 8
+# calls in flight keep both the server and PostgreSQL busy where 2 workers leave gaps (16
+# clients 10.4-11.1 calls/s against 8.5-9.5 with 2 or 4 processes, back to back at load ~20).
+# A call that would wait in line longer than MCP_QUEUE_MAX_WAIT_S (calls ahead / the calls that
+# can really run at once, min(slots, cores), x the recent seconds a slot was busy per call) is
+# answered at once with "busy, retry after N s".
 MCP_WORKERS = 0
+# Streamable HTTP answers each request with one JSON body (True) or an SSE stream (False). The
+# tools send no progress or log notifications, so JSON costs the server less per call.
+MCP_JSON_RESPONSE = True
 MCP_QUEUE_MAX_WAIT_S = 10.0
+# An idle keep-alive connection is closed by the server after this many seconds: longer than
+# clients keep theirs (httpx 5 s, Node 4-5 s), so a client never sends a call on a connection the
+# server is closing at that moment (uvicorn's own 5 s did that: "ReadError" under load).
+MCP_HTTP_KEEP_ALIVE_S = 65
 
 # MCP over HTTP input (serving/mcp/http_guard.py).
 # A request body nested deeper than this (arrays and objects) is answered with a JSON-RPC parse

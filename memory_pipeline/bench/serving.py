@@ -182,11 +182,18 @@ async def _sessions(
     ClientSession.validate_tool_result = trusted  # type: ignore[method-assign]
     latencies: list[float] = []
     errors: list[str] = []
+    # One HTTP client (its connection pool) for all the sessions: each httpx2 client builds an
+    # SSL context, ~20 ms of CPU, which for 200 sessions at once was more CPU on the shared
+    # cores than the server's own work for them. Every session is still its own MCP session.
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=600,
+        limits=httpx2.Limits(max_connections=clients, max_keepalive_connections=clients),
+    )
 
     async def one(c: int) -> None:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=600)
         try:
-            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
                 for i in range(calls_each):
                     q = queries[(c * calls_each + i) % len(queries)]
                     t = time.perf_counter()
@@ -195,25 +202,56 @@ async def _sessions(
                     if result.is_error:
                         errors.append(result.content[0].text)  # type: ignore[union-attr]
         except Exception as exc:
+            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]  # the SDK's task groups wrap what went wrong
             errors.append(f"{type(exc).__name__}: {exc}")
 
-    started = time.perf_counter()
-    await asyncio.gather(*(one(c) for c in range(clients)))
-    return latencies, errors, time.perf_counter() - started
+    async with http:
+        started = time.perf_counter()
+        await asyncio.gather(*(one(c) for c in range(clients)))
+        return latencies, errors, time.perf_counter() - started
 
 
-def in_process_search_ms(url: str, queries: list[str], embedder: Any) -> list[float]:
+def _first_other(errors: list[str]) -> str:
+    """The first error that is not a busy answer, on one short line for the table."""
+    other = next(e for e in errors if "busy" not in e)
+    return " ".join(other.replace("|", "/").split())[:100]
+
+
+def in_process_search_ms(
+    url: str, queries: list[str], embedder: Any, cpu: list[float] | None = None
+) -> list[float]:
+    """Each search()'s seconds; `cpu` gets this process's CPU seconds per call (the database's
+    not counted)."""
     from serving.search import search
 
     took = []
     with connect(url, autocommit=True) as conn:
         for q in queries[:5]:
             search(conn, q, embedder=embedder, limit=10)
+        started = time.process_time()
         for q in queries:
             t = time.perf_counter()
             search(conn, q, embedder=embedder, limit=10, record_surface="mcp")
             took.append(time.perf_counter() - t)
+        if cpu is not None and queries:
+            cpu.append((time.process_time() - started) / len(queries))
     return took
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process and all its descendants alive."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue  # ended meanwhile
+        total += times.user + times.system
+    return total
 
 
 def mcp_figures(
@@ -238,8 +276,11 @@ def mcp_figures(
 
         run(2, 5)  # warm: sessions, workers, caches
         progress(f"MCP memory_search over HTTP: {len(seq)} sequential calls")
-        local = in_process_search_ms(url, seq, embedder)
+        local_cpu: list[float] = []
+        local = in_process_search_ms(url, seq, embedder, local_cpu)
+        cpu_before = tree_cpu_s(server.proc.pid)
         lat, errors, _ = run(1, len(seq))
+        server_cpu = (tree_cpu_s(server.proc.pid) - cpu_before) / max(1, len(lat))
         if errors:
             raise RuntimeError(f"{len(errors)} sequential calls failed: {errors[0][:100]}")
         p50_local = _ms(local)[0]
@@ -249,6 +290,13 @@ def mcp_figures(
             Figure("in-process search() p50 (query embedded, limit 10)", p50_local, "ms"),
             Figure("MCP memory_search sequential p50", p50_mcp, "ms"),
             Figure("MCP memory_search sequential p95", p95_mcp, "ms"),
+            # CPU per call, which the machine's load distorts less than the times: the search
+            # in process, and the whole MCP server (its process and workers) for one call; the
+            # database's own CPU is the same for both and counted in neither.
+            Figure("in-process search() CPU per call", local_cpu[0] * 1000, "ms"),
+            Figure(
+                "MCP server CPU per sequential call (server + workers)", server_cpu * 1000, "ms"
+            ),
             Figure(
                 "MCP sequential p50 / in-process search() p50",
                 ratio,
@@ -261,11 +309,14 @@ def mcp_figures(
         for clients in levels:
             calls_each = max(3, calls_per_level // clients)
             progress(f"MCP: {clients} concurrent sessions x {calls_each} calls")
+            cpu_before = tree_cpu_s(server.proc.pid)
             lat, errors, wall = run(clients, calls_each)
+            cpu = (tree_cpu_s(server.proc.pid) - cpu_before) / max(1, len(lat))
             rates[clients] = len(lat) / wall if wall else 0.0
             p50, p95 = _ms(lat)
             figures += [
                 Figure(f"MCP {clients} clients: calls/s", rates[clients], "calls/s"),
+                Figure(f"MCP {clients} clients: server CPU per call", cpu * 1000, "ms"),
                 Figure(f"MCP {clients} clients: p50", p50, "ms"),
                 Figure(f"MCP {clients} clients: p95", p95, "ms"),
                 Figure(f"MCP {clients} clients: errors", len(errors), "", "= 0", not errors),
@@ -295,6 +346,14 @@ def mcp_figures(
                 all_answered,
             ),
             Figure(f"MCP {at_once} sessions at once: answered busy", busy, ""),
+            Figure(
+                f"MCP {at_once} sessions at once: failed otherwise"
+                + (f" (first: {_first_other(errors)})" if len(errors) > busy else ""),
+                len(errors) - busy,
+                "",
+                "= 0",
+                len(errors) == busy,
+            ),
             Figure(
                 f"MCP {at_once} sessions at once: p95",
                 p95_s,

@@ -99,6 +99,11 @@ def test_bench_search_runs_and_appends_its_figures(session_home: Path, tmp_path:
     # Every MCP call was answered: the tiny corpus is no reason for an error.
     assert figures["MCP 1 clients: errors"] == figures["MCP 4 clients: errors"] == "0"
     assert float(figures["MCP 4 clients: calls/s"]) > 0
+    # CPU per call, which load distorts less than the times: the search, and the MCP server.
+    assert float(figures["in-process search() CPU per call"]) > 0
+    assert float(figures["MCP server CPU per sequential call (server + workers)"]) > 0
+    assert float(figures["MCP 4 clients: server CPU per call"]) > 0
+    assert rows["MCP 20 sessions at once: failed otherwise"].startswith("= 0"), text
     # The file opens with the latest figure for every target, the history below it.
     head, history = text.split("## History", 1)
     assert "| search | 300 | context() p95 at 1,000 tokens |" in head

@@ -4,6 +4,7 @@ would wait too long is told "busy, retry after N s" at once instead of waiting."
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import AsyncIterator
 from datetime import date
@@ -19,6 +20,7 @@ from memory_pipeline import tuning
 from memory_pipeline.embedding.minilm import get_minilm
 from memory_pipeline.embedding.store import embed_window
 from memory_pipeline_tests.support.memories import add_memory
+from serving.mcp import workers
 from serving.mcp.http import http_app
 from serving.mcp.pool import ReaderPool
 from serving.mcp.tools import build_server
@@ -37,8 +39,12 @@ def _corpus(conn: psycopg.Connection) -> None:
     embed_window(conn, get_minilm(), date(2026, 1, 1), date(2027, 1, 1))  # what the asset does
 
 
-async def _clients(app: object, sessions: int, calls_each: int) -> list[object]:
-    """`sessions` MCP sessions at once, each making `calls_each` memory_search calls."""
+async def _clients(
+    app: object, sessions: int, calls_each: int, modes: tuple[str, ...] = ("auto",)
+) -> list[object]:
+    """`sessions` MCP sessions at once, each making `calls_each` memory_search calls; session s
+    speaks `modes[s % len(modes)]` ("auto": the 2026-07-28 single-exchange requests; "legacy":
+    the initialize handshake and an Mcp-Session-Id)."""
     results: list[object] = []
 
     async def one(s: int) -> None:
@@ -48,7 +54,8 @@ async def _clients(app: object, sessions: int, calls_each: int) -> list[object]:
             headers={"Authorization": f"Bearer {TOKEN}"},
             timeout=120,
         )
-        async with http, Client(streamable_http_client(f"{BASE}/mcp", http_client=http)) as c:
+        transport = streamable_http_client(f"{BASE}/mcp", http_client=http)
+        async with http, Client(transport, mode=modes[s % len(modes)]) as c:  # type: ignore[arg-type]
             for i in range(calls_each):
                 results.append(
                     await c.call_tool("memory_search", {"query": f"token bucket {s} {i}"})
@@ -81,6 +88,13 @@ async def test_many_sessions_on_worker_processes_all_answer(worker_app: object) 
     assert all("Token bucket number" in t for t in texts)  # real results, from the workers
 
 
+async def test_sessions_of_both_protocol_revisions_all_answer_at_once(worker_app: object) -> None:
+    results = await _clients(worker_app, sessions=24, calls_each=1, modes=("auto", "legacy"))
+    errors = [r.content[0].text for r in results if r.is_error]  # type: ignore[attr-defined]
+    assert len(results) == 24 and errors == []
+    assert all("Token bucket number" in r.content[0].text for r in results)  # type: ignore[attr-defined]
+
+
 async def test_a_full_line_answers_busy_with_a_retry_time_at_once(
     reader_url: str,
     conn: psycopg.Connection,
@@ -105,13 +119,24 @@ async def test_a_full_line_answers_busy_with_a_retry_time_at_once(
     answered = [t for r, t in zip(results, texts, strict=True) if not r.is_error]  # type: ignore[attr-defined]
     assert busy and answered, [t for t in texts if "busy" not in t]
     assert all(
-        re.search(r"busy \(\d+ calls ahead of this one\); retry after \d+ s", t) for t in busy
+        re.search(
+            r"^Error executing tool memory_search: the memory server is busy "
+            r"\(\d+ calls ahead of this one\); retry after \d+ s$",
+            t,
+        )
+        for t in busy
     )
+    # The same wait, for a client that retries by itself.
+    waits = [r.meta["retry_after_s"] for r in results if r.is_error]  # type: ignore[attr-defined]
+    assert all(isinstance(w, int) and w >= 1 for w in waits)
     assert all("Token bucket number" in t for t in answered), answered
     assert took < 60  # nobody waited for the whole line
 
 
-async def test_the_gate_estimates_the_wait_from_the_calls_ahead() -> None:
+async def test_the_gate_estimates_the_wait_from_the_calls_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(workers, "_CORES", 2)
     gate = Gate(slots=2, max_wait_s=0.6)
     gate.seconds_per_call = 0.25
     release = anyio.Event()
@@ -139,3 +164,39 @@ async def test_the_gate_estimates_the_wait_from_the_calls_ahead() -> None:
     busy = [o for o in outcomes if isinstance(o, Busy)]
     assert len(busy) == 3 and outcomes.count("done") == 6
     assert all(b.retry_after_s >= 1 for b in busy)
+
+
+def _request(sock: socket.socket, port: int) -> bytes:
+    """One keep-alive HTTP request on `sock` (no token: a quick 401), the response's first bytes."""
+    sock.sendall(
+        f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: keep-alive\r\n\r\n".encode()
+    )
+    return sock.recv(4096)
+
+
+def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(reader_url: str) -> None:
+    """A client keeps an idle connection ~5 s (httpx) and sends its next call on it; the server
+    must not be closing it at that moment (uvicorn's default 5 s made that a ReadError)."""
+    from memory_pipeline.bench.serving import McpServerProcess
+
+    server = McpServerProcess(reader_url)
+    try:
+        server.wait_ready()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
+            assert _request(sock, server.port).startswith(b"HTTP/1.1 401")
+            time.sleep(6.5)  # longer than clients keep an idle connection
+            assert _request(sock, server.port).startswith(b"HTTP/1.1 401")
+    finally:
+        server.stop()
+
+
+def test_more_slots_than_cores_do_not_shorten_the_promised_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """8 threads on 2 cores finish calls no faster than 2 would: 200 calls in line at 0.1 s each
+    are 10 s away, not 2.5 s (threads admitted all 200 of a burst and answered some after 14 s)."""
+    monkeypatch.setattr(workers, "_CORES", 2)
+    gate = Gate(slots=8, max_wait_s=5.0)
+    gate.seconds_per_call = 0.1
+    gate.active, gate.waiting = 8, 200
+    assert gate.estimated_wait() == pytest.approx(201 / 2 * 0.1)

@@ -11,6 +11,7 @@ from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from memory_pipeline import tuning
 from memory_pipeline.errors import UserError
 from serving.mcp.auth import load_or_create_token, token_path
 from serving.mcp.http_guard import HeaderGuard, HostPolicy, JsonRpcIdGuard, parse_host
@@ -76,8 +77,13 @@ def http_app(
     the SDK cannot take with a JSON-RPC error instead of a silent 202.
     """
     security = transport_security(host, allow_remote, allowed_hosts)
+    # JSON responses: the tools send no notifications, so each call is answered with one JSON
+    # body rather than an SSE stream (no per-request task group and stream in the server).
     app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=security, host=host
+        streamable_http_path=MCP_PATH,
+        transport_security=security,
+        host=host,
+        json_response=tuning.MCP_JSON_RESPONSE,
     )
     _guard_request_ids(app)
     policy = HostPolicy.from_patterns(security.allowed_hosts, security.allowed_origins)
@@ -113,9 +119,14 @@ def run_http(
 
     transport_security(host, allow_remote, allowed_hosts)  # refuse a bad bind before anything
     token = load_or_create_token(memory_home)
-    server = build_server(
-        reader_url, token=token, include_private=include_private, workers=worker_count()
-    )
+    workers = worker_count()
+    if workers == 0:
+        # The calls run in threads of this process, several at once: BLAS threads of their own
+        # would only spin against each other (and PostgreSQL) on the same cores.
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+    server = build_server(reader_url, token=token, include_private=include_private, workers=workers)
     app = http_app(server, host, allow_remote, allowed_hosts)
     shown = f"[{host}]" if ":" in host else host
     print(
@@ -124,7 +135,14 @@ def run_http(
         file=sys.stderr,
     )
     uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_level="info", server_header=False)
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="info",
+            server_header=False,
+            timeout_keep_alive=tuning.MCP_HTTP_KEEP_ALIVE_S,
+        )
     ).run()
 
 

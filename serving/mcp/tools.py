@@ -315,11 +315,21 @@ def build_server(
         runner = ThreadRunner(lambda: local, tuning.MCP_POOL_SIZE)
     gate = Gate(runner.slots, tuning.MCP_QUEUE_MAX_WAIT_S)
 
+    body_tool = {search_body: "memory_search", context_body: "memory_context"}
+
     async def offload(body: Callable[..., Any], **kwargs: Any) -> CallToolResult:
         try:
             return _answer(await gate.run(lambda: runner.call(body, kwargs)))
         except Busy as exc:
-            raise ToolError(str(exc)) from None
+            # A tool error the model reads (as the SDK words them), and the wait in _meta for a
+            # client that retries by itself.
+            return CallToolResult(
+                content=[
+                    TextContent(type="text", text=f"Error executing tool {body_tool[body]}: {exc}")
+                ],
+                is_error=True,
+                _meta={"retry_after_s": exc.retry_after_s},
+            )
         except ToolFailed as exc:
             raise ToolError(str(exc)) from None
 

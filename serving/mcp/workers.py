@@ -1,12 +1,13 @@
 """Where the CPU-bound tool calls run, and the bounded line in front of them.
 
 `memory_search` and `memory_context` spend their time in Python and numpy (the query embedding,
-fusion, rerank, packing), so threads of one process take turns on the GIL and on the embedder's
-BLAS lock: throughput stopped at ~17 calls/s on 2 cores however many clients came (issue 35).
-`ProcessRunner` runs them in worker processes instead (one per core by default), each with its
-own read-only connection and embedder; the SDK's session handling stays in the server's event
-loop. `ThreadRunner` runs them in a thread of this process (stdio, which serves one agent, and
-tests that hand in their own pool and embedder).
+fusion, rerank, packing) and in PostgreSQL, about half each. `ThreadRunner` runs them in threads
+of the server process (the HTTP default, stdio, and tests that hand in their own pool and
+embedder): with the database doing half the work, the GIL is not what limits them on 2 cores,
+and several calls in flight keep the server and PostgreSQL busy at once. `ProcessRunner` runs
+them in worker processes instead (MCP_WORKERS > 0), each with its own read-only connection and
+embedder, for machines where Python on one core is the limit; the SDK's session handling stays
+in the server's event loop either way (issue 35).
 
 `Gate` bounds the line: a call that would wait longer than `max_wait_s` (estimated from the calls
 ahead of it and the recent time per call) is answered at once with "busy, retry after N s"
@@ -51,9 +52,12 @@ class ToolFailed(Exception):
     """An expected failure inside a worker, with the safe text for the model."""
 
 
+_CORES = max(1, os.cpu_count() or 1)
+
+
 class Gate:
     """At most `slots` calls run at once; the others wait in line while the estimated wait
-    (calls ahead / slots x the recent seconds per call) stays within `max_wait_s`."""
+    (calls ahead / min(slots, cores) x the recent seconds per call) stays within `max_wait_s`."""
 
     def __init__(self, slots: int, max_wait_s: float) -> None:
         self.slots = max(1, slots)
@@ -67,11 +71,14 @@ class Gate:
         ahead = self.active + self.waiting - self.slots + 1
         if ahead <= 0:
             return 0.0
-        return ahead / self.slots * self.seconds_per_call
+        # More slots than cores do not finish calls faster than the cores do: a call's time
+        # measured while few ran would promise too short a wait to a line of hundreds.
+        return ahead / min(self.slots, _CORES) * self.seconds_per_call
 
     async def run(self, call: Callable[[], Any]) -> Any:
-        """`call()` returns (value, seconds of work): the work time, measured where the work ran
-        (not counting a worker's start), is what estimates the wait."""
+        """`call()` returns (value, seconds the slot was busy with it): that time, measured by
+        the runner from handing the call over to its answer coming back (not counting a
+        worker's start), is what estimates the wait."""
         if self._semaphore is None:
             self._semaphore = asyncio.Semaphore(self.slots)
         wait = self.estimated_wait()
@@ -106,9 +113,11 @@ class ThreadRunner:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self.slots)
         ctx = self._context()
-        return await anyio.to_thread.run_sync(
+        started = time.monotonic()
+        answer, _ = await anyio.to_thread.run_sync(
             lambda: _timed(body, ctx, kwargs), limiter=self._limiter
         )
+        return answer, time.monotonic() - started
 
     def start(self) -> None:
         pass
@@ -125,6 +134,11 @@ def _init_worker(reader_url: str, ollama_host: str) -> None:
     from serving.mcp.tools import BodyContext
 
     global _worker
+    # Each worker is one of as many as there are cores: BLAS threads of their own would spin on
+    # the cores the other workers (and PostgreSQL) use.
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
     _worker = BodyContext.for_worker(reader_url, ollama_host)
 
 
@@ -160,6 +174,7 @@ class ProcessRunner:
         self._ollama_host = ollama_host
         self.slots = max(1, processes)
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._warming: list[concurrent.futures.Future[int]] = []
         self._lock = threading.Lock()
 
     def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
@@ -171,8 +186,8 @@ class ProcessRunner:
                     initializer=_init_worker,
                     initargs=(self._reader_url(), self._ollama_host),
                 )
-                for _ in range(self.slots):  # each warms up as it starts
-                    self._executor.submit(_warm_worker)
+                # each warms up as it starts
+                self._warming = [self._executor.submit(_warm_worker) for _ in range(self.slots)]
             return self._executor
 
     def start(self) -> None:
@@ -188,9 +203,16 @@ class ProcessRunner:
     async def call(
         self, body: Callable[..., Answer], kwargs: dict[str, Any]
     ) -> tuple[Answer, float]:
-        executor = await anyio.to_thread.run_sync(self._pool)
-        future = executor.submit(_run_in_worker, body, kwargs)
-        return await asyncio.wrap_future(future)
+        executor = self._executor  # started: no thread hop for every call
+        if executor is None:
+            executor = await anyio.to_thread.run_sync(self._pool)
+        warm = all(f.done() for f in self._warming)
+        started = time.monotonic()
+        answer, took = await asyncio.wrap_future(executor.submit(_run_in_worker, body, kwargs))
+        # The slot was busy from hand-over to answer (the pipes and the scheduler's delays
+        # included, which under load are much of it); before the workers are warm, their start
+        # would count too, so the work alone is told then.
+        return answer, (time.monotonic() - started) if warm else took
 
     def stop(self) -> None:
         with self._lock:
@@ -200,10 +222,12 @@ class ProcessRunner:
 
 
 def worker_count() -> int:
-    """MCP_WORKERS (tuning, or MEMORY_MCP_WORKERS): 0 means one per core; MEMORY_MCP_WORKERS=
-    threads runs the calls in threads of the server process instead (returns 0)."""
+    """Worker processes for the HTTP server, 0 for threads of the server process: MCP_WORKERS
+    (tuning), or MEMORY_MCP_WORKERS (`threads`, `cores`: one per core, or a number)."""
     value = os.environ.get("MEMORY_MCP_WORKERS", "").strip().lower()
     if value == "threads":
         return 0
+    if value == "cores":
+        return _CORES
     n = int(value) if value.isdigit() else tuning.MCP_WORKERS
-    return n if n > 0 else max(1, os.cpu_count() or 1)
+    return _CORES if n < 0 else n
