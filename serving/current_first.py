@@ -266,7 +266,9 @@ def order_items(
     hold PACK_SAME_FACT_SHARE of the query's content words or whose excerpts' vectors are
     PACK_SAME_FACT_COSINE close (an update rarely repeats the question's words). A group keeps
     the places its items had, and fills them newest first: the latest statement takes the
-    group's first place, what it replaced follows. Items in no group keep their places.
+    group's first place, what it replaced follows. Items in no group keep their places. For a
+    question asking for the value as it is now or ended (`asks_for_current`), an item's
+    excerpts come latest first too: one conversation can state a value and then change it.
     Only the order changes: the pack holds the same text, within the same budget."""
     items = pack.items
     if len(items) < 2:
@@ -329,6 +331,16 @@ def order_items(
         newest = sorted(members, key=lambda n: (-items[n].created_at.timestamp(), n))
         for slot, n in zip(sorted(members), newest, strict=True):
             order[slot] = n
-    if order == list(range(len(items))):
+    out = [items[n] for n in order]
+    if asks_for_current(query):
+        # One conversation that states the value and then changes it ("8 GB ... no, I got
+        # 16"): its latest excerpt first.
+        out = [
+            i.model_copy(update={"excerpts": sorted(i.excerpts, key=lambda e: -e.passage_ordinal)})
+            if len(i.excerpts) > 1
+            else i
+            for i in out
+        ]
+    if out == items:
         return pack
-    return pack.model_copy(update={"items": [items[n] for n in order]})
+    return pack.model_copy(update={"items": out})
