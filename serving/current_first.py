@@ -262,7 +262,8 @@ def order_items(
     Items that state the same thing at different times form a group: an item and the packed
     item standing for a memory that reverses or supersedes it (a live edge, as
     `order_current_first` matches successors: the memory itself, or an item resting on its
-    task), and, unless the query asks about the past (`asks_about_past`), two items that both
+    task); for a question for the value as it is now or ended (`asks_for_current`), all the
+    items; otherwise, unless the query asks about the past (`asks_about_past`), two items that both
     hold PACK_SAME_FACT_SHARE of the query's content words or whose excerpts' vectors are
     PACK_SAME_FACT_COSINE close (an update rarely repeats the question's words). A group keeps
     the places its items had, and fills them newest first: the latest statement takes the
@@ -299,7 +300,13 @@ def order_items(
                     ids[j] in new or bool({p.task_id for p in other.provenance} & (new_tasks - own))
                 ):
                     join(i, j)
-    if not asks_about_past(query):
+    if asks_for_current(query):
+        # A question for the value as it is now: every packed item answers it at its date,
+        # so the pack reads newest first (the same-fact tests below miss updates worded
+        # unlike each other: "Heroku's bill: $420 a month", "the Hetzner bill is 95 euro").
+        for n in range(1, len(items)):
+            join(n, 0)
+    elif not asks_about_past(query):
         query_words = tokens(query) - _CUE_WORDS
         words = [tokens(i.text) & query_words for i in items]
         need = tuning.PACK_SAME_FACT_SHARE * len(query_words)

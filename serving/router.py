@@ -29,6 +29,7 @@ import psycopg
 
 from memory_pipeline import tuning
 from memory_pipeline.entities.extract import NOT_NAMES, normal
+from serving.current_first import asks_for_current
 from serving.text import tokens
 
 Intent = Literal["lookup", "aggregate", "recall"]
@@ -102,7 +103,9 @@ class Route:
 
 
 def intent_of(query: str) -> Intent:
-    if _LOOKUP.search(query):
+    if _LOOKUP.search(query) and not asks_for_current(query):
+        # "When is Omar's wedding now?" asks for a value that changed, not when something
+        # last happened: RECALL, whose pack puts the current statement first.
         return "lookup"
     if _AGGREGATE.search(query):
         return "aggregate"

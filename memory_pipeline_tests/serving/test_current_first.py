@@ -18,6 +18,7 @@ from memory_pipeline_tests.support.segments import add_segment
 from serving.context_pack import context
 from serving.current_first import asks_about_past, asks_for_current
 from serving.render import pack_item_text
+from serving.router import intent_of
 from serving.search import QueryEmbedder
 
 
@@ -170,6 +171,9 @@ def test_a_reversed_session_never_comes_before_the_decision_that_reversed_it(
 
 
 def test_questions_about_the_present_and_the_past_are_told_apart() -> None:
+    # "When is ... now?" asks for a value that changed: RECALL (current first), not LOOKUP.
+    assert intent_of("When is Omar's wedding now?") == "recall"
+    assert intent_of("When did I last talk to Omar?") == "lookup"
     assert asks_for_current("What were the final travel dates for the trip?")
     assert asks_for_current("How much did the bank end up lending Priya?")
     assert asks_for_current("How much is a cardamom knot these days?")
