@@ -107,7 +107,9 @@ def intent_of(query: str) -> Intent:
         # "When is Omar's wedding now?" asks for a value that changed, not when something
         # last happened: RECALL, whose pack puts the current statement first.
         return "lookup"
-    if _AGGREGATE.search(query):
+    if _AGGREGATE.search(query) and not asks_for_current(query):
+        # "How many students are in her homeroom now?", "the final dates": one value as it
+        # is now, not every mention over time: RECALL.
         return "aggregate"
     return "recall"
 

@@ -174,6 +174,9 @@ def test_questions_about_the_present_and_the_past_are_told_apart() -> None:
     # "When is ... now?" asks for a value that changed: RECALL (current first), not LOOKUP.
     assert intent_of("When is Omar's wedding now?") == "recall"
     assert intent_of("When did I last talk to Omar?") == "lookup"
+    # "How many ... now?" asks for one value as it is now, not every mention over time.
+    assert intent_of("How many students are in Mei's homeroom now?") == "recall"
+    assert intent_of("How many times did the backup fail?") == "aggregate"
     assert asks_for_current("What were the final travel dates for the trip?")
     assert asks_for_current("How much did the bank end up lending Priya?")
     assert asks_for_current("How much is a cardamom knot these days?")
