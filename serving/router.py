@@ -10,7 +10,10 @@ deterministically before any ranking, with no model call.
 - **Intent**: LOOKUP ("when did I last ...", "when did we decide ...", "last time ..."),
   AGGREGATE ("which <things>" with a plural noun, "list every ...", "how many times ...",
   "what does X usually ...", "every time ..."), otherwise RECALL. "Which <thing>" (one noun,
-  singular) asks for one answer: RECALL, so its pack keeps the memory text that holds it.
+  singular) asks for one answer: RECALL, so its pack keeps the memory text that holds it. So
+  does a question for a value as it is now or ended (`current_first.asks_for_current`: "when
+  is the wedding now?", "how many students are in her homeroom now?", "the final dates"):
+  RECALL, whose pack puts the current statement first.
 
 LOOKUP and AGGREGATE change a pack only when the query names an entity; RECALL with an entity
 filters the candidates to memories that mention it first. A query that names no entity is routed
