@@ -21,7 +21,8 @@ decision or insight whose turns a segment excerpt quotes (a segment excerpt pack
 quotes a distilled item's text word for word takes its place and its room). A question about
 the current state ("... now?") packs the latest statement of a fact before older ones that it
 changed (`newer_first`: the same fact by the query's words both passages say, or by their
-vectors, since an update rarely repeats the question's words). Each item is marked whole or not
+vectors, since an update rarely repeats the question's words); once packed, the items are put
+current statement first (`current_first.order_items`). Each item is marked whole or not
 as it is counted, so the pack never exceeds its budget. The pack lists the memories it quoted
 in part and those it left out, and says how to read them whole (`memory_read`). Correction
 episodes are never packed (evidence, not steering).

@@ -20,7 +20,12 @@ captured task (the segment the reversing decision was distilled from). Then:
   mmap decision was later reversed).
 
 A hit with no reversal, or whose successor did not match, is left exactly as the search ranked
-it.
+it. Unless the query asks about the past, the hit standing for a successor also takes the
+reversed hit's passage ranks (`_lift_successors`), so the current statement is packed before
+the old one's further excerpts rather than left out for them.
+
+After packing, `order_items` puts the latest statement of each fact first (order only: the
+pack holds the same text): see its doc.
 """
 
 from __future__ import annotations
