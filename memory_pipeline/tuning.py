@@ -1321,6 +1321,47 @@ PACK_MAX_LEFT_OUT_LISTED = 10
 # many characters, unless the pack's budget is at least PACK_GENEROUS_TOKENS.
 PACK_REVERSED_LINE_CHARS = 160
 PACK_GENEROUS_TOKENS = 4000
+# After packing, items that state the same fact at different times are put newest first
+# (serving/current_first.py order_items), and the successor of a packed reversed memory is
+# lifted to be packed before it, unless the query asks about the past, by one of these
+# (as words; "before" and "first" alone are not cues: "how low will savings fall before the
+# paychecks begin?", "which event did he end up entering for his first triathlon?").
+PACK_PAST_CUES = (
+    "originally",
+    "original",
+    "first version",
+    "old version",
+    "at first",
+    "initially",
+    "previously",
+    "used to",
+    "earlier",
+    "formerly",
+    "in the past",
+    "back then",
+    "back when",
+    "first time",
+    "before that",
+    "before we",
+    "before switching",
+    "at the start",
+    "to begin with",
+)
+# A question for the value something ended at ("what did the bank end up lending?", "the
+# final dates"): like PACK_CURRENT_STATE_CUES, the newest statement answers it; an AGGREGATE
+# mention pack for such a question (or a current-state one) lists its lines newest first.
+PACK_FINAL_VALUE_CUES = (
+    "end up",
+    "ended up",
+    "ultimately",
+    "finally",
+    "final",
+    "in the end",
+    "so far",
+    "at present",
+    "these days",
+    "at the moment",
+)
 
 # --- intent router: entity packs (serving/router.py, serving/entity_pack.py) -----------------
 # LOOKUP packs at most this many mentions (the latest that match the question best).

@@ -178,3 +178,16 @@ def test_retrieval_evaluation_keeps_its_floor(home: Path, first_run) -> None:  #
     pack = json.loads(result.stdout)["evidence"]["pack"]
     for budget, floor in PACK_EVIDENCE_FLOOR.items():
         assert pack[budget] >= floor, pack
+
+
+def test_the_current_value_comes_first_on_the_demo_reversals(home: Path, first_run) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34: the demo's three reversals asked as knowledge updates (demo/gold_updates.jsonl,
+    with and without "now", and as tasks: "add rate limiting to the invoices endpoint"): in
+    every pack the current decision is there and comes before the one it reversed."""
+    gold = Path(__file__).resolve().parent.parent / "memory_pipeline/demo/gold_updates.jsonl"
+    result = cli(home, "eval", "--json", "--gold", str(gold))
+    assert result.returncode == 0, result.stderr
+    per_query = json.loads(result.stdout)["evidence"]["per_query"]
+    assert len(per_query) == 7
+    late = {q["id"]: q["current_first"] for q in per_query if not all(q["current_first"].values())}
+    assert late == {}, late

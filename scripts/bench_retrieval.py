@@ -42,7 +42,12 @@ LONG = REPO / "evaluation" / "long_conversations"
 OBLIQUE = REPO / "evaluation" / "oblique_conversations"
 SPREAD = REPO / "evaluation" / "spread_sessions"
 GOLD_SETS = {
-    "demo": {"env": {"MEMORY_SOURCES": "demo"}, "gold": None},
+    "demo": {
+        "env": {"MEMORY_SOURCES": "demo"},
+        "gold": None,
+        # The demo's three reversals asked as knowledge updates (the current-value check).
+        "also": {"demo_updates": REPO / "memory_pipeline" / "demo" / "gold_updates.jsonl"},
+    },
     "long_conversations": {
         "env": {
             "MEMORY_SOURCES": "real",

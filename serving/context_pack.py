@@ -21,7 +21,8 @@ decision or insight whose turns a segment excerpt quotes (a segment excerpt pack
 quotes a distilled item's text word for word takes its place and its room). A question about
 the current state ("... now?") packs the latest statement of a fact before older ones that it
 changed (`newer_first`: the same fact by the query's words both passages say, or by their
-vectors, since an update rarely repeats the question's words). Each item is marked whole or not
+vectors, since an update rarely repeats the question's words); once packed, the items are put
+current statement first (`current_first.order_items`). Each item is marked whole or not
 as it is counted, so the pack never exceeds its budget. The pack lists the memories it quoted
 in part and those it left out, and says how to read them whole (`memory_read`). Correction
 episodes are never packed (evidence, not steering).
@@ -43,7 +44,7 @@ from memory_pipeline.embedding.passages import PIECE_NUMBER, PIECES_FROM
 from memory_pipeline.embedding.spaces import serving_space
 from memory_pipeline.relationships.flags import memory_flags
 from serving import entity_pack
-from serving.current_first import drop_orphaned_reversals, order_current_first
+from serving.current_first import drop_orphaned_reversals, order_current_first, order_items
 from serving.models import (
     ContextItem,
     ContextPack,
@@ -132,7 +133,7 @@ def context(
         # matched successor, cut to a flagged line when the query asks for the current state
         # and the budget is not generous.
         hits, reversed_by, cut = order_current_first(
-            conn, hits, token_budget, filters.include_private, asks_current_state(query)
+            conn, hits, token_budget, filters.include_private, asks_current_state(query), query
         )
         neighbours, sizes = _neighbours_and_sizes(conn, hits)
         for pid in cut:
@@ -152,6 +153,10 @@ def context(
         pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
         if reversed_by:
             pack = drop_orphaned_reversals(pack, reversed_by)
+        # The current statement of each fact first (serving/current_first.py): order only.
+        pack = order_items(
+            conn, pack, query, filters.include_private, lambda ids: passage_vectors(conn, ids)
+        )
         if route.changes_pack:  # the router's part: say how it shaped the pack
             pack.route = entity_pack.describe(route, filtered)
         if record_surface and pack.items:

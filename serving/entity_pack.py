@@ -27,6 +27,7 @@ import psycopg
 from memory_pipeline import tuning
 from memory_pipeline.entities.extract import normal
 from memory_pipeline.errors import BrowseError
+from serving.current_first import asks_for_current
 from serving.models import (
     ContextItem,
     ContextPack,
@@ -180,7 +181,10 @@ def mention_pack(
     for mid, item in items.items():
         ordered = sorted(item.excerpts, key=lambda e: e.turns[0].ordinal if e.turns else 0)
         items[mid] = item.model_copy(update={"excerpts": ordered})
-    newest_first = r.intent == "lookup"
+    # LOOKUP ("when did I last ...") and a question for a value as it is now or ended
+    # ("which coordinator does the house run on now?"): the newest mention first, so the
+    # current value comes before what it replaced; otherwise in date order.
+    newest_first = r.intent == "lookup" or asks_for_current(query)
     ordered_items = sorted(items.values(), key=lambda i: i.created_at, reverse=newest_first)
     return ContextPack(
         query=query,

@@ -19,8 +19,11 @@ Two measures, each over the production code with the weights of `memory_pipeline
   answer does not count.
 - **Current value first** (knowledge-update questions): the current statement (the question's
   evidence less the `older` statements it supersedes) is in the pack before any older one: the
-  shortest prefix of the packed text that holds it (word rule) is shorter than every prefix that
-  holds an older statement. Not in the pack at all counts as not first.
+  first pack item (a raw message, for the baseline) that holds it by the word rule on its own
+  text comes before every item holding an older statement, or it is the same item and the
+  shortest prefix of it holding the current statement is the shorter. Words scattered over
+  several items place no statement, and a current statement not in the pack at all counts as
+  not first.
 
 Messages are recovered from captured turns: a turn's prompt and outcome hold their messages
 joined by blank lines, with the native message ids in order; when the pieces do not match the
@@ -391,12 +394,27 @@ def found_at(evidence: str, packed_text: str) -> int | None:
     return low
 
 
-def current_first(packed_text: str, current: Sequence[str], older: Sequence[str]) -> bool:
-    """A current statement is in the packed text, before every older statement that is."""
-    now = [at for at in (found_at(e, packed_text) for e in current) if at is not None]
+def placed_at(evidence: str, items: Sequence[str]) -> tuple[int, int] | None:
+    """Where a message is in a pack: (the first item that holds it by the word rule on that
+    item's text alone, the shortest prefix of that item holding it); None when no item does.
+    Words scattered over several items do not place a message."""
+    for n, text in enumerate(items):
+        at = found_at(evidence, text)
+        if at is not None:
+            return n, at
+    return None
+
+
+def current_first(
+    packed: str | Sequence[str], current: Sequence[str], older: Sequence[str]
+) -> bool:
+    """A current statement is in the pack (`packed`: its items' texts in order, or one text),
+    before every older statement that is."""
+    items = [packed] if isinstance(packed, str) else list(packed)
+    now = [at for at in (placed_at(e, items) for e in current) if at is not None]
     if not now:
         return False
-    before = [at for at in (found_at(e, packed_text) for e in older) if at is not None]
+    before = [at for at in (placed_at(e, items) for e in older) if at is not None]
     return not before or min(now) < min(before)
 
 
@@ -456,6 +474,10 @@ class RawBaseline:
 
     def pack(self, ranked: list[int], budget: int) -> str:
         """The messages in rank order, each that fits the remaining budget."""
+        return "\n\n".join(self.packed(ranked, budget))
+
+    def packed(self, ranked: list[int], budget: int) -> list[str]:
+        """The packed messages, one text each, in rank order."""
         used = 0
         texts = []
         for doc in ranked:
@@ -464,7 +486,7 @@ class RawBaseline:
             if used + cost <= budget:
                 used += cost
                 texts.append(text)
-        return "\n\n".join(texts)
+        return texts
 
 
 def query_lexemes(conn: psycopg.Connection, query: str) -> list[str]:
@@ -504,10 +526,11 @@ def evidence_recall(
         first: dict[str, dict[int, bool]] = {"pack": {}, "baseline": {}}
         for budget in budgets:
             pack = context(conn, q.query, budget, embedder=embedder, record_surface=None)
-            texts = {
-                "pack": "\n".join(pack_item_text(i) for i in pack.items),
-                "baseline": baseline.pack(ranked, budget),
+            parts = {
+                "pack": [pack_item_text(i) for i in pack.items],
+                "baseline": baseline.packed(ranked, budget),
             }
+            texts = {"pack": "\n".join(parts["pack"]), "baseline": "\n\n".join(parts["baseline"])}
             for side, text in texts.items():
                 words = tokens(text)
                 hits = sum(e is not None and found_in(e, words, text) for e in evidence)
@@ -515,7 +538,7 @@ def evidence_recall(
                 found[side][budget] = hits / len(q.relevant)
                 found[f"{side}_verbatim"][budget] = whole / len(q.relevant)
                 if update:
-                    first[side][budget] = current_first(text, current, older)
+                    first[side][budget] = current_first(parts[side], current, older)
         per_query.append(
             QueryEvidence(
                 id=q.id,

@@ -10,7 +10,10 @@ deterministically before any ranking, with no model call.
 - **Intent**: LOOKUP ("when did I last ...", "when did we decide ...", "last time ..."),
   AGGREGATE ("which <things>" with a plural noun, "list every ...", "how many times ...",
   "what does X usually ...", "every time ..."), otherwise RECALL. "Which <thing>" (one noun,
-  singular) asks for one answer: RECALL, so its pack keeps the memory text that holds it.
+  singular) asks for one answer: RECALL, so its pack keeps the memory text that holds it. So
+  does a question for a value as it is now or ended (`current_first.asks_for_current`: "when
+  is the wedding now?", "how many students are in her homeroom now?", "the final dates"):
+  RECALL, whose pack puts the current statement first.
 
 LOOKUP and AGGREGATE change a pack only when the query names an entity; RECALL with an entity
 filters the candidates to memories that mention it first. A query that names no entity is routed
@@ -29,6 +32,7 @@ import psycopg
 
 from memory_pipeline import tuning
 from memory_pipeline.entities.extract import NOT_NAMES, normal
+from serving.current_first import asks_for_current
 from serving.text import tokens
 
 Intent = Literal["lookup", "aggregate", "recall"]
@@ -102,9 +106,13 @@ class Route:
 
 
 def intent_of(query: str) -> Intent:
-    if _LOOKUP.search(query):
+    if _LOOKUP.search(query) and not asks_for_current(query):
+        # "When is Omar's wedding now?" asks for a value that changed, not when something
+        # last happened: RECALL, whose pack puts the current statement first.
         return "lookup"
-    if _AGGREGATE.search(query):
+    if _AGGREGATE.search(query) and not asks_for_current(query):
+        # "How many students are in her homeroom now?", "the final dates": one value as it
+        # is now, not every mention over time: RECALL.
         return "aggregate"
     return "recall"
 

@@ -83,7 +83,7 @@ def compose(
         candidates.extend(digest_items(conn, window[1]))
     seen: set[str] = set()
     unique = []
-    for c in _without_explained(_without_private(conn, candidates)):
+    for c in _one_per_change(_without_explained(_without_private(conn, candidates))):
         if c.key not in seen:
             seen.add(c.key)
             unique.append(c)
@@ -100,6 +100,63 @@ def _without_explained(candidates: list[Candidate]) -> list[Candidate]:
         if c.kind not in ("contradiction", "superseded")
         or not any({m.id for m in c.memories} <= ids for ids in explained)
     ]
+
+
+# Dream-cycle operations that tell a change (thinker_offline: "Reversed: ...", "Changed since").
+CHANGE_OPERATIONS = ("SUPERSEDE", "UPDATE")
+
+
+def _is_change(c: Candidate) -> bool:
+    return c.kind in ("contradiction", "superseded") or (
+        c.kind == "synthesis" and c.facts.get("operation") in CHANGE_OPERATIONS
+    )
+
+
+_OLD_ROLES = ("older", "subject")
+
+
+def _sides(c: Candidate) -> list[tuple[str, str]]:
+    """("old" | "new", memory id) of a change item's memories; every memory of a synthesis
+    counts as a new side (it is about the change its newer memory made)."""
+    if c.kind == "synthesis":
+        return [("new", m.id) for m in c.memories]
+    return [("old" if m.role in _OLD_ROLES else "new", m.id) for m in c.memories]
+
+
+def _one_per_change(candidates: list[Candidate]) -> list[Candidate]:
+    """A briefing names one change once, however many memories restate it: contradictions and
+    supersessions that share their old statement, or their new one, are one change, with the
+    dream cycle's synthesis resting on one of its new statements; told by that synthesis when
+    there is one (it says what changed and why), else by its highest-scored item (the first on
+    a tie). A chain (A replaced by B, B later by C) stays two changes: B is new in one, old in
+    the other."""
+    changes = [n for n, c in enumerate(candidates) if _is_change(c)]
+    parent = {n: n for n in changes}
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    holder: dict[tuple[str, str], int] = {}
+    for n in changes:
+        for key in _sides(candidates[n]):
+            if key in holder:
+                parent[find(n)] = find(holder[key])
+            else:
+                holder[key] = n
+    groups: dict[int, list[int]] = {}
+    for n in changes:
+        groups.setdefault(find(n), []).append(n)
+    dropped = set()
+    for members in groups.values():
+        best = min(
+            members,
+            key=lambda n: (candidates[n].kind != "synthesis", -candidates[n].base_score, n),
+        )
+        dropped |= set(members) - {best}
+    return [c for n, c in enumerate(candidates) if n not in dropped]
 
 
 def _without_private(conn: psycopg.Connection, candidates: list[Candidate]) -> list[Candidate]:
@@ -148,6 +205,7 @@ def synthesis_items(conn: psycopg.Connection, window: tuple[datetime, datetime])
         """
         SELECT m.id::text, m.title, m.content, m.project, m.depth_score,
                coalesce((m.metadata ->> 'cross_project')::boolean, false) AS cross_project,
+               m.metadata ->> 'dream_operation' AS operation,
                coalesce(array_agg(e.id::text ORDER BY e.created_at, e.id)
                         FILTER (WHERE e.id IS NOT NULL), '{}') AS evidence_ids,
                coalesce(array_agg(e.title ORDER BY e.created_at, e.id)
@@ -187,6 +245,7 @@ def synthesis_items(conn: psycopg.Connection, window: tuple[datetime, datetime])
                     "title": r["title"],
                     "content": r["content"],
                     "projects": sorted(set(projects)),
+                    "operation": r["operation"],
                 },
             )
         )

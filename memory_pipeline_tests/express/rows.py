@@ -23,8 +23,16 @@ def edge(
 
 
 def dream_memory(
-    conn: psycopg.Connection, title: str, rests_on: list[str], cross_project: bool, **fields
+    conn: psycopg.Connection,
+    title: str,
+    rests_on: list[str],
+    cross_project: bool,
+    operation: str | None = None,
+    **fields,
 ) -> str:
+    metadata = {"dream_cycle": True, "dream_run_id": "r1", "cross_project": cross_project}
+    if operation:
+        metadata["dream_operation"] = operation
     memory = add_memory(
         conn,
         title,
@@ -32,7 +40,7 @@ def dream_memory(
         type="synthesis",
         source_type="dream_cycle",
         tags=["dream-cycle"],
-        metadata={"dream_cycle": True, "dream_run_id": "r1", "cross_project": cross_project},
+        metadata=metadata,
         **fields,
     )
     for target in rests_on:

@@ -239,3 +239,49 @@ def test_recomposing_with_nothing_new_rewrites_nothing(conn, db_url) -> None:  #
     edge(conn, newest, newer, "contradicts")
     third = brief(conn, now=NOW + 3 * HOUR)
     assert len(by_kind(third, "contradiction")) == 2 and third.window_to == NOW + 3 * HOUR
+
+
+def test_a_briefing_names_one_change_once(conn) -> None:  # type: ignore[no-untyped-def]
+    """From the demo run (issue 34): the session holding the Redis limiter was contradicted by
+    the three memories that state the new decision, and the dream cycle's "Reversed: ..." rests
+    on one of them: one change, told once, by its synthesis. Another change with no synthesis
+    is told once as well, and an unrelated contradiction stays its own item."""
+    session = add_memory(conn, "We need rate limiting on the invoices API", "x", type="segment")
+    redis = add_memory(conn, "Use Redis for the rate limiter", "x", type="decision")
+    restated = [
+        add_memory(conn, title, "x", type="decision")
+        for title in (
+            "We drop Redis for rate limiting",
+            "Use a token bucket in Postgres instead of the Redis limiter",
+            "Implementing what Jonas and I agreed on Monday",
+        )
+    ]
+    for new in restated:
+        edge(conn, new, session, "contradicts")
+    synthesis = dream_memory(
+        conn,
+        "Reversed: Use a token bucket in Postgres instead of the Redis limiter",
+        [restated[1], redis],
+        False,
+        operation="SUPERSEDE",
+    )
+    mmap_session = add_memory(conn, "Logslice takes 11s on the access log", "x", type="segment")
+    buffered = [
+        add_memory(conn, "Go with buffered reads again", "x", type="decision"),
+        add_memory(conn, "Buffered reads, and drop mmap", "x", type="decision"),
+    ]
+    for new in buffered:
+        edge(conn, new, mmap_session, "contradicts")
+    newer = add_memory(conn, "Sessions live in Postgres", "x", type="decision")
+    older = add_memory(conn, "Sessions live in Redis", "x", type="decision")
+    edge(conn, newer, older, "contradicts")
+    stored = brief(conn)
+    told = [(i.kind, {m.id for m in i.memories}) for i in stored.items]
+    about = {
+        "rate limits": {session, redis, *restated},
+        "mmap": {mmap_session, *buffered},
+        "sessions": {newer, older},
+    }
+    for change, ids in about.items():
+        assert sum(1 for _, memories in told if memories & ids) == 1, (change, told)
+    assert ("synthesis", {synthesis, restated[1], redis}) in told

@@ -197,6 +197,14 @@ def test_the_current_value_comes_first_only_when_it_precedes_every_older_one() -
     assert current_first(new, [new], [old])  # no older statement packed
     assert not current_first(old, [new], [old])  # the current value left out is not first
     assert not current_first("", [new], [])
+    # By items: a statement is placed by the first item holding it on its own text; words
+    # scattered over items place nothing (the old value in one item, other words in another).
+    assert current_first([new, old], [new], [old])
+    assert not current_first([old, new], [new], [old])
+    assert not current_first(
+        ["Surfdesk now runs on a Hetzner", "server deployed with Kamal"], [new], []
+    )
+    assert current_first([f"{new}\n{old}"], [new], [old])  # one item: its order counts
     # Several current statements (the value said again later): the first one counts.
     assert current_first(
         f"{new}\n{old}\nStill Hetzner and Kamal, nothing changed", ["x", new], [old]
