@@ -29,6 +29,7 @@ episodes are never packed (evidence, not steering).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from collections.abc import Iterator
@@ -650,7 +651,10 @@ def _close(vectors: dict[str, np.ndarray] | None, a: PassageMatch, b: PassageMat
     return va is not None and vb is not None and float(va @ vb) >= tuning.PACK_SAME_FACT_COSINE
 
 
+@functools.lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
+    """The text with its whitespace collapsed, casefolded. Cached: packing compares each
+    packed excerpt's text again for every later candidate."""
     return " ".join(text.split()).casefold()
 
 
