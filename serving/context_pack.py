@@ -389,7 +389,6 @@ def pack_excerpts(
             represented.add(cand.hit_index)
             continue
         item = items.get(cand.hit_index)
-        excerpt, whole = _excerpt_with(cand, item, pieces.get(pid, []), quoted.get(pid, set()))
         # A distilled memory packed earlier whose every excerpt this segment excerpt quotes
         # word for word (a sentence of the turn) would be said twice: it gives its room back.
         # Text, not turn ids: a long turn is cut into several passages.
@@ -407,6 +406,9 @@ def pack_excerpts(
         if items and used + _at_least(cand) - freed > token_budget:
             skipped = True  # cannot fit whatever it renders to: not worth rendering
             continue
+        # Built only for a candidate that may fit: once a pack is nearly full, most of the
+        # remaining candidates (hundreds in a long conversation) stop at the check above.
+        excerpt, whole = _excerpt_with(cand, item, pieces.get(pid, []), quoted.get(pid, set()))
         trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
         cost = cost_of(trial, cand.hit_index) - freed
         if used + cost > token_budget:
