@@ -30,11 +30,13 @@ episodes are never packed (evidence, not steering).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -55,7 +57,8 @@ from serving.models import (
     SearchHit,
 )
 from serving.render import pack_item_text
-from serving.search import QueryEmbedder, record_retrievals, search
+from serving.search import QueryEmbedder, record_retrievals
+from serving.search.pipeline import search_in_transaction
 from serving.search.provenance import collect_passages
 from serving.text import tokens
 
@@ -103,6 +106,24 @@ def context(
         return ContextPack(
             query=query, token_budget=token_budget, tokens_used=0, truncated=False, items=[]
         )
+    # One transaction for the whole pack (issue 35): the search runs in it, not in one of its
+    # own, so a pack makes two round trips (BEGIN and COMMIT) fewer.
+    with conn.transaction():
+        return _context(
+            conn, query, token_budget, embedder, filters, project_context, record_surface, now
+        )
+
+
+def _context(
+    conn: psycopg.Connection,
+    query: str,
+    token_budget: int,
+    embedder: QueryEmbedder | None,
+    filters: SearchFilters,
+    project_context: str | None,
+    record_surface: str | None,
+    now: datetime | None,
+) -> ContextPack:
     # --- intent router (serving/router.py, serving/entity_pack.py) -------------------------
     # A query naming an entity: LOOKUP / AGGREGATE are answered from its mentions; RECALL
     # packs the memories mentioning it first, then the rest. A query naming none is untouched.
@@ -112,7 +133,7 @@ def context(
         if record_surface and pack.items:
             record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
         return pack
-    hits = _hits(conn, query, embedder, routed, project_context, now)
+    hits, space = _hits(conn, query, embedder, routed, project_context, now)
     filtered = routed.entity_ids is not None
     if filtered and not filters.entities:
         # A name the query says (not the caller's `entity` filter): the memories mentioning it
@@ -120,48 +141,54 @@ def context(
         # without its mention being extracted (packing only the mentioning ones lost the
         # evidence of demo questions naming their project).
         first = {h.id for h in hits}
-        rest = _hits(conn, query, embedder, filters, project_context, now)
+        rest, _ = _hits(conn, query, embedder, filters, project_context, now)
         filtered = bool(hits)
         hits += [h for h in rest if h.id not in first]
     # --- end of the router's part -----------------------------------------------------------
-    with conn.transaction():
+    # The neighbours' statement is sent first and answered with the flags' (one round trip).
+    with conn.pipeline():
+        neighbours_cursor = _neighbours_and_sizes_send(conn, hits)
         flags = memory_flags(  # relationships: <= 2 per item
             conn, [str(h.id) for h in hits], include_private=filters.include_private
         )
-        hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
-        # The current value first (serving/current_first.py): a reversed memory after its
-        # matched successor, cut to a flagged line when the query asks for the current state
-        # and the budget is not generous.
-        hits, reversed_by, cut = order_current_first(
-            conn, hits, token_budget, filters.include_private, asks_current_state(query), query
-        )
-        neighbours, sizes = _neighbours_and_sizes(conn, hits)
-        for pid in cut:
-            neighbours.pop(pid, None)
-        quotable = [
-            p
-            for h in hits
-            if h.type == "segment"
-            for m in h.passages
-            if str(m.id) not in cut
-            for p in (m, *neighbours.get(str(m.id), []))
-        ]
-        pieces = _pieces(conn, quotable, query, embedder)
-        vectors = (
-            passage_vectors(conn, _update_candidates(hits)) if asks_current_state(query) else {}
-        )
-        pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
-        if reversed_by:
-            pack = drop_orphaned_reversals(pack, reversed_by)
-        # The current statement of each fact first (serving/current_first.py): order only.
-        pack = order_items(
-            conn, pack, query, filters.include_private, lambda ids: passage_vectors(conn, ids)
-        )
-        if route.changes_pack:  # the router's part: say how it shaped the pack
-            pack.route = entity_pack.describe(route, filtered)
-        if record_surface and pack.items:
-            record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
+    neighbours, sizes = _neighbours_and_sizes_read(hits, neighbours_cursor.fetchall())
+    hits = [h.model_copy(update={"flags": flags.get(str(h.id), [])}) for h in hits]
+    # The current value first (serving/current_first.py): a reversed memory after its
+    # matched successor, cut to a flagged line when the query asks for the current state
+    # and the budget is not generous. (It keeps every hit and its passages' ids and ordinals,
+    # so the neighbours read above are those of the hits it returns.)
+    hits, reversed_by, cut = order_current_first(
+        conn, hits, token_budget, filters.include_private, asks_current_state(query), query
+    )
+    for pid in cut:
+        neighbours.pop(pid, None)
+    quotable = [
+        p
+        for h in hits
+        if h.type == "segment"
+        for m in h.passages
+        if str(m.id) not in cut
+        for p in (m, *neighbours.get(str(m.id), []))
+    ]
+    pieces = _pieces(conn, quotable, query, embedder, space)
+    vectors = (
+        passage_vectors(conn, _update_candidates(hits), space) if asks_current_state(query) else {}
+    )
+    pack = pack_excerpts(query, token_budget, hits, neighbours, sizes, pieces, vectors)
+    if reversed_by:
+        pack = drop_orphaned_reversals(pack, reversed_by)
+    # The current statement of each fact first (serving/current_first.py): order only.
+    pack = order_items(
+        conn, pack, query, filters.include_private, lambda ids: passage_vectors(conn, ids, space)
+    )
+    if route.changes_pack:  # the router's part: say how it shaped the pack
+        pack.route = entity_pack.describe(route, filtered)
+    if record_surface and pack.items:
+        record_retrievals(conn, query, [str(i.memory_id) for i in pack.items], record_surface)
     return pack
+
+
+_UNKNOWN: Any = object()  # the serving space not yet read: read it
 
 
 def _hits(
@@ -171,8 +198,10 @@ def _hits(
     filters: SearchFilters,
     project_context: str | None,
     now: datetime | None = None,
-) -> list[SearchHit]:
-    response = search(
+) -> tuple[list[SearchHit], str | None]:
+    """The search's hits a pack quotes, and the serving space it searched (None without an
+    embedder: then no message is ranked by its vector)."""
+    response = search_in_transaction(
         conn,
         query,
         embedder=embedder,
@@ -185,21 +214,27 @@ def _hits(
         near_passages=True,
         now=now,
     )
-    return [
+    hits = [
         h for h in response.results if h.type not in tuning.STEERING_EXCLUDED_TYPES and h.passages
     ]
+    return hits, response.space
 
 
 def _neighbours_and_sizes(
     conn: psycopg.Connection, hits: list[SearchHit]
 ) -> tuple[dict[str, list[PassageMatch]], dict[str, int]]:
     """For each matched passage, the passages right after and before it in its memory; and how
-    many passages each hit's memory has (to tell a whole memory from an excerpt). One round
-    trip: the neighbours' rows with their turns (as passage_details reads them), and a row per
-    hit's memory with its passage count."""
+    many passages each hit's memory has (to tell a whole memory from an excerpt)."""
+    return _neighbours_and_sizes_read(hits, _neighbours_and_sizes_send(conn, hits).fetchall())
+
+
+def _neighbours_and_sizes_send(conn: psycopg.Connection, hits: list[SearchHit]) -> psycopg.Cursor:
+    """The statement of _neighbours_and_sizes, sent (in a pipeline: answered with the next
+    statement's round trip). One statement: the neighbours' rows with their turns (as
+    passage_details reads them), and a row per hit's memory with its passage count."""
     wanted = [(str(p.memory_id), p.ordinal + d) for h in hits for p in h.passages for d in (1, -1)]
     memory_ids = [str(h.id) for h in hits]
-    rows = conn.execute(
+    return conn.execute(
         "WITH w AS (SELECT DISTINCT * FROM unnest(%s::uuid[], %s::int[]) AS w(memory_id, ordinal))"
         " SELECT p.id, p.memory_id, p.ordinal, p.text, t.source, t.native_id,"
         " a.ordinal, a.native_turn_id, a.native_message_ids, NULL::bigint, u.n"
@@ -212,7 +247,12 @@ def _neighbours_and_sizes(
         " FROM memory_passages WHERE memory_id = ANY(%s::uuid[]) GROUP BY memory_id"
         " ORDER BY 1, 11",
         [[m for m, _ in wanted], [o for _, o in wanted], memory_ids],
-    ).fetchall()
+    )
+
+
+def _neighbours_and_sizes_read(
+    hits: list[SearchHit], rows: list[Any]
+) -> tuple[dict[str, list[PassageMatch]], dict[str, int]]:
     # A passage's rows together, its turns in their order (u.n), as passage_details reads them.
     sizes = {str(row[1]): row[9] for row in rows if row[0] is None}
     details = collect_passages(row[:9] for row in rows if row[0] is not None)
@@ -233,6 +273,7 @@ def _pieces(
     passages: list[PassageMatch],
     query: str,
     embedder: QueryEmbedder | None,
+    space: str | None = _UNKNOWN,
 ) -> dict[str, list[Piece]]:
     """The messages of each passage that quotes several, in order, ranked among all of them by
     their own vectors' cosine to the query in the serving space (passage_piece_embeddings,
@@ -240,8 +281,11 @@ def _pieces(
     it has, and then a pack quotes whole passages). A passage of one message (the last prompt
     of an imported conversation, nobody answered it) is that message: ranked among them by the
     passage's own vector, so it competes as they do. Messages that do not render their
-    passage's text exactly (a passage cut again since) are not used."""
-    space = serving_space(conn)
+    passage's text exactly (a passage cut again since) are not used. `space`: the serving
+    space's name when the caller read it (the search did)."""
+    if space is _UNKNOWN:
+        found = serving_space(conn)
+        space = found[0] if found else None
     if not passages or space is None or embedder is None:
         return {}
     rows = conn.execute(
@@ -254,9 +298,9 @@ def _pieces(
         " WHERE p.id = ANY(%s::uuid[]) AND s.text IS NOT NULL"
         " AND coalesce(e.embedding, w.embedding) IS NOT NULL ORDER BY 1, 2",
         [
-            embedder.embed(space[0], query),
-            space[0],
-            space[0],
+            embedder.embed(space, query),
+            space,
+            space,
             list(dict.fromkeys(str(p.id) for p in passages)),
         ],
     ).fetchall()
@@ -350,7 +394,6 @@ def pack_excerpts(
             represented.add(cand.hit_index)
             continue
         item = items.get(cand.hit_index)
-        excerpt, whole = _excerpt_with(cand, item, pieces.get(pid, []), quoted.get(pid, set()))
         # A distilled memory packed earlier whose every excerpt this segment excerpt quotes
         # word for word (a sentence of the turn) would be said twice: it gives its room back.
         # Text, not turn ids: a long turn is cut into several passages.
@@ -368,6 +411,9 @@ def pack_excerpts(
         if items and used + _at_least(cand) - freed > token_budget:
             skipped = True  # cannot fit whatever it renders to: not worth rendering
             continue
+        # Built only for a candidate that may fit: once a pack is nearly full, most of the
+        # remaining candidates (hundreds in a long conversation) stop at the check above.
+        excerpt, whole = _excerpt_with(cand, item, pieces.get(pid, []), quoted.get(pid, set()))
         trial = _marked(_with_excerpt(hit, item, excerpt), passage_counts)
         cost = cost_of(trial, cand.hit_index) - freed
         if used + cost > token_budget:
@@ -541,15 +587,20 @@ def _update_candidates(hits: list[SearchHit]) -> list[str]:
     return [pid for _, pid in ranked[: tuning.PACK_UPDATE_CANDIDATES]]
 
 
-def passage_vectors(conn: psycopg.Connection, passage_ids: list[str]) -> dict[str, np.ndarray]:
-    """The passages' unit vectors in the serving space (none before a space is complete)."""
-    space = serving_space(conn)
+def passage_vectors(
+    conn: psycopg.Connection, passage_ids: list[str], space: str | None = _UNKNOWN
+) -> dict[str, np.ndarray]:
+    """The passages' unit vectors in the serving space (none before a space is complete);
+    `space`: its name when the caller read it."""
+    if space is _UNKNOWN or space is None:
+        found = serving_space(conn)
+        space = found[0] if found else None
     if space is None or not passage_ids:
         return {}
     rows = conn.execute(  # pgvector Vectors (db.connection registers the type)
         "SELECT passage_id::text, embedding FROM passage_embeddings"
         " WHERE space = %s AND passage_id = ANY(%s::uuid[])",
-        [space[0], passage_ids],
+        [space, passage_ids],
     ).fetchall()
     out = {}
     for pid, embedding in rows:
@@ -607,7 +658,10 @@ def _close(vectors: dict[str, np.ndarray] | None, a: PassageMatch, b: PassageMat
     return va is not None and vb is not None and float(va @ vb) >= tuning.PACK_SAME_FACT_COSINE
 
 
+@functools.lru_cache(maxsize=4096)
 def _normal(text: str) -> str:
+    """The text with its whitespace collapsed, casefolded. Cached: packing compares each
+    packed excerpt's text again for every later candidate."""
     return " ".join(text.split()).casefold()
 
 

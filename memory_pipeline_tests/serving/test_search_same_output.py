@@ -37,7 +37,11 @@ QUERIES = 60
 
 
 def _sql_bm25(
-    conn: psycopg.Connection, query: str, filters: Any, filtered: int | None = -1
+    conn: psycopg.Connection,
+    query: str,
+    filters: Any,
+    filtered: int | None = -1,
+    view: Any = None,  # the keyword index's view search opened: not used here
 ) -> S.ChannelResult:
     statement, params = S.bm25_chosen_statement(conn, query, filters, filtered)
     return S.ChannelResult.of(conn.execute(statement, params).fetchall())

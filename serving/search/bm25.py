@@ -37,8 +37,15 @@ RANK_PASSAGES_BY_MEMORY = (
 )
 
 
+_OPEN = object()  # bm25_channel opens the keyword index's view itself
+
+
 def bm25_channel(
-    conn: psycopg.Connection, query: str, filters: SearchFilters, filtered: int | None = -1
+    conn: psycopg.Connection,
+    query: str,
+    filters: SearchFilters,
+    filtered: int | None = -1,
+    view: keyword_index.View | object | None = _OPEN,
 ) -> ChannelResult:
     """Okapi BM25 over passages: any query lexeme may match, rare ones weigh most.
 
@@ -61,11 +68,15 @@ def bm25_channel(
     filtered_memories; -1: count them here), those memories' passages are scored exactly
     instead when the postings to walk outnumber them: walking postings until enough survive
     such a filter reads most of every common word's list, two primary-key lookups per posting.
+
+    `view`: the keyword index's view for this query as `keyword_index.open_view` gave it, when
+    the caller opened it already (search sends it with its first statements).
     """
     # The keyword index (tantivy, serving/keyword_index.py) ranks when it is current; it
     # narrows by the filter itself, so it also serves the filters the exact path would.
-    view = keyword_index.open_view(conn, query)
-    if view is None:
+    if view is _OPEN:
+        view = keyword_index.open_view(conn, query)
+    if not isinstance(view, keyword_index.View):
         statement, params = bm25_chosen_statement(conn, query, filters, filtered)
         return ChannelResult.of(conn.execute(statement, params).fetchall())
     if not view.lexemes:

@@ -13,6 +13,20 @@ from serving.models import SearchFilters
 from serving.search.channel import ChannelResult
 from serving.search.filters import conditions, exact_path, filtered_memories, joined, narrowing
 
+# The transaction's scan settings, as columns of a statement: one round trip for all three
+# (`search` reads them with the serving space, in the statement it runs anyway). No parallel
+# workers: starting them costs more than these statements take, and the other core serves other
+# searches.
+SCAN_SETTINGS = (
+    "set_config('hnsw.ef_search', %s, true),"
+    " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    " set_config('max_parallel_workers_per_gather', '0', true)"
+)
+
+
+def scan_settings_params() -> list[str]:
+    return [str(int(tuning.HNSW_EF_SEARCH))]
+
 
 def vector_channel(
     conn: psycopg.Connection,
@@ -21,12 +35,21 @@ def vector_channel(
     vector: np.ndarray,
     filters: SearchFilters,
     filtered: int | None = -1,
+    *,
+    settings_applied: bool = False,
 ) -> ChannelResult:
     """Cosine over the serving space's HNSW indexes of passage vectors, and only that space:
     the nearest PASSAGE_CANDIDATES_PER_CHANNEL passages, a memory at its nearest one
-    (`vector_statement` says which walk)."""
-    statement, params = vector_statement(conn, space, dims, vector, filters, filtered)
-    rows = conn.execute(statement, params).fetchall()
+    (`vector_statement` says which walk). `settings_applied`: the transaction already ran
+    SCAN_SETTINGS (one round trip fewer)."""
+    statement, params = vector_statement(
+        conn, space, dims, vector, filters, filtered, settings_applied=settings_applied
+    )
+    return vector_result(conn.execute(statement, params).fetchall())
+
+
+def vector_result(rows: list[Any]) -> ChannelResult:
+    """The channel's result from its statement's rows (passage id, memory id, distance)."""
     # Iterative scans in relaxed order may return a few rows out of order: sort them back.
     rows.sort(key=lambda r: (r[2], str(r[0])))
     return ChannelResult.of([(r[0], r[1]) for r in rows])
@@ -39,6 +62,8 @@ def vector_statement(
     vector: np.ndarray,
     filters: SearchFilters,
     filtered: int | None = -1,
+    *,
+    settings_applied: bool = False,
 ) -> tuple[sql.Composed, list[Any]]:
     """The vector channel's statement for this filter, with the transaction's scan settings
     applied (the benchmark and the tests EXPLAIN it).
@@ -67,14 +92,8 @@ def vector_statement(
     on_e, e_params = joined([c for c in conds if c.on_vectors])
     on_m, m_params = joined([c for c in conds if not c.on_vectors])
     exact = partial is None and exact_path(filtered)
-    # One round trip for the settings; no parallel workers: starting them costs more than
-    # these statements take, and the other core serves other searches.
-    conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true),"
-        " set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-        " set_config('max_parallel_workers_per_gather', '0', true)",
-        [str(int(tuning.HNSW_EF_SEARCH))],
-    )
+    if not settings_applied:
+        conn.execute("SELECT " + SCAN_SETTINGS, scan_settings_params())
     if exact and any(c.on_vectors for c in conds):
         # The vectors the filter's own columns select, sorted by cosine (OFFSET 0 keeps the
         # HNSW index from supplying that order); each memory row is read only until enough
