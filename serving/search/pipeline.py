@@ -75,39 +75,10 @@ class QueryEmbedder:
         return self._by_space[space].embed(texts)
 
 
-def search(
-    conn: psycopg.Connection,
-    query: str,
-    *,
-    embedder: QueryEmbedder | None,
-    limit: int = tuning.DEFAULT_LIMIT,
-    filters: SearchFilters | None = None,
-    context: str | None = None,
-    project_context: str | None = None,
-    channels: tuple[str, ...] = ("bm25", "vector"),
-    temporal_context: bool = True,
-    record_surface: str | None = None,
-    now: datetime | None = None,
-    passages_per_hit: int = tuning.MATCHED_PASSAGES_PER_HIT,
-    near_passages: bool = False,
-) -> SearchResponse:
-    """The full pipeline, in a transaction of its own (`search_in_transaction` says the rest)."""
+def search(conn: psycopg.Connection, query: str, **options: Any) -> SearchResponse:
+    """The full pipeline in a transaction of its own; `options` are `search_in_transaction`'s."""
     with conn.transaction():
-        return search_in_transaction(
-            conn,
-            query,
-            embedder=embedder,
-            limit=limit,
-            filters=filters,
-            context=context,
-            project_context=project_context,
-            channels=channels,
-            temporal_context=temporal_context,
-            record_surface=record_surface,
-            now=now,
-            passages_per_hit=passages_per_hit,
-            near_passages=near_passages,
-        )
+        return search_in_transaction(conn, query, **options)
 
 
 def search_in_transaction(
