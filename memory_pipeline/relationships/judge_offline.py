@@ -30,8 +30,9 @@ NAME = "offline-rules"
 _TERM = r"(?P<old>[`\w][\w.`/+-]*(?:\s+[\w.`/+-]+){0,2})"
 REVERSAL_CUES = (
     rf"\binstead of\s+(?:the\s+|a\s+|an\s+|using\s+)?{_TERM}",
+    # Not a phrasal verb: "dropped off that stuff I baked", "drop by", "dropped out" drop nothing.
     rf"\b(?:drop|dropp(?:ed|ing)|ditch(?:ed|ing)?|abandon(?:ed|ing)?|remov(?:e|ed|ing))\s+"
-    rf"(?:the\s+|our\s+)?{_TERM}",
+    rf"(?!(?:off|by|in|out|over|back|into)\b)(?:the\s+|our\s+)?{_TERM}",
     rf"\bswitch(?:ed|ing)?\s+(?:\w+\s+){{0,3}}?from\s+{_TERM}\s+to\b",
     rf"\bmov(?:e|ed|ing)\s+(?:\w+\s+){{0,3}}?from\s+{_TERM}\s+(?:to|into)\b",
     rf"\breplac(?:e|ed|ing)\s+(?:the\s+)?{_TERM}\s+(?:with|by)\b",

@@ -410,3 +410,16 @@ def test_the_ingest_job_finds_entities_before_it_links() -> None:
     from memory_pipeline.relationships.definitions import memory_relationships
 
     assert dg.AssetKey("memory_entities") in memory_relationships.dependency_keys
+
+
+def test_a_phrasal_verb_is_no_reversal_cue() -> None:
+    """Issue 34: "dropped off that stuff I baked" dropped nothing; "drop Redis" does."""
+    from memory_pipeline.relationships.judge_offline import reversed_terms
+
+    for said in (
+        "I dropped off that stuff I baked at Ruth's.",
+        "Can you drop by the shop on Sunday?",
+        "He dropped out of the league.",
+    ):
+        assert reversed_terms(said) == [], said
+    assert reversed_terms("We drop Redis for rate limiting.") != []
