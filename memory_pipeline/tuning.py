@@ -279,6 +279,10 @@ DECISION_CUES_NEED_REASON = (
 # A fix that worked, reported as what resolved the problem ("Key fix: resolved the Dialyzer false
 # positive by using X instead of Y"): a finding (an insight), checked before the decision cues.
 FIX_FINDING = r"(?:^|:\s+)\W*(?:resolved|fixed|solved|worked around|got rid of)\b[^.;]{0,100}\bby\b"
+# ...except a fix reported as what was done, with its reason ("Fixed by removing the fixed IDs
+# - they're never queried by ID, so the IDs were unnecessary"): the fix chosen is a decision.
+FIX_CHOSEN = r"^\W*(?:fixed|solved|resolved)(?: (?:it|this|that|the \w+))? by \w+ing\b"
+FIX_PURPOSE = r"\bso (?:they|it|that|each|every|nothing)\b|\s[—–]\s*(?:they|it|this)\b"
 # A sentence opening like this gives the reason for the approach described just before it
 # ("The script now: detects X; creates Y. This ensures that ..."): the sentences since the last
 # label line (at most DISTILL_APPROACH_MAX_SENTENCES) and this one are a decision.

@@ -866,3 +866,29 @@ def test_a_title_is_never_cut_inside_code():
     titles = [m.title for m in memories(result)]
     assert titles and all(t != 'partition_by={"field"' for t in titles)
     assert titles[0].startswith('partition_by={"field": "order_ts"')
+
+
+def test_a_fix_reported_with_its_reason_is_a_decision_and_without_one_a_finding():
+    chosen = run(
+        [
+            T(
+                0,
+                "it crashed, please check the crash log",
+                "The finding content contains literal `[` characters that Textual parses as "
+                "markup tags. Fixed by passing `markup=False` to `Static` for the body sections so "
+                "they're rendered as plain text.",
+            )
+        ]
+    )
+    assert [m.type for m in memories(chosen) if "markup=False" in m.content] == ["decision"]
+    found = run(
+        [
+            T(
+                0,
+                "The Dialyzer warning is back, any idea?",
+                "Key fix: resolved the Dialyzer false positive by using `hex_trace_id/1` instead "
+                "of reading the span record by hand.",
+            )
+        ]
+    )
+    assert [m.type for m in memories(found) if "Dialyzer" in m.content] == ["insight"]

@@ -32,7 +32,9 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     EXPLANATION,
     FIRST_PERSON,
     FIRST_PERSON_VERB,
+    FIX_CHOSEN,
     FIX_FINDING,
+    FIX_PURPOSE,
     HOWTO_QUESTION,
     IDENTIFIER,
     INSIGHT,
@@ -225,6 +227,12 @@ def _cue_kind(sentences: list[str], j: int) -> str | None:
     if REMARK.search(sentence):
         return None  # "That's acceptable if ...", "That's wild": a remark, not a finding
     if FIX_FINDING.search(sentence):
+        if FIX_CHOSEN.search(sentence) and (
+            REASON.search(sentence) or FIX_PURPOSE.search(sentence)
+        ):
+            # "Fixed by passing markup=False, so they're rendered as plain text": the fix chosen,
+            # with its reason, is a decision (the cause before it is the finding).
+            return "decision"
         return "insight"  # what resolved a problem: a finding, even when it names a choice
     if not NOT_DECIDED.search(sentence):
         if DECISION.search(sentence):
