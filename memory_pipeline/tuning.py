@@ -235,6 +235,9 @@ DECISION_CUES = (
     r"\bprefer(?:red)? [^.;]{1,60}\bover\b",
     r"\bwe (?:\w+ ){1,2}[^.;]{0,60}\binstead of\b",
     r"^\W*(?:stay|stick) with\b|\bkeep using\b",
+    # The way chosen over another: "the right fix is to pass the values in, printf style".
+    r"\bthe (?:right|correct|proper|better|best) (?:fix|approach|way|solution)"
+    r" (?:is|would be) to\b",
 )
 # A sentence of a change report that sets a default (one of DECISION_CUES_NEED_REASON): never an
 # insight, even without a reason ("by default" is otherwise an insight cue: a tool's behaviour).
@@ -282,7 +285,7 @@ FIX_FINDING = r"(?:^|:\s+)\W*(?:resolved|fixed|solved|worked around|got rid of)\
 # ...except a fix reported as what was done, with its reason ("Fixed by removing the fixed IDs
 # - they're never queried by ID, so the IDs were unnecessary"): the fix chosen is a decision.
 FIX_CHOSEN = r"^\W*(?:fixed|solved|resolved)(?: (?:it|this|that|the \w+))? by \w+ing\b"
-FIX_PURPOSE = r"\bso (?:they|it|that|each|every|nothing)\b|\s[—–]\s*(?:they|it|this)\b"
+FIX_PURPOSE = r"\bso (?:they|it|that|each|every|nothing)\b|\s[—–]\s*(?:they|it|this)\b|\(for [\w-]+"
 # A sentence opening like this gives the reason for the approach described just before it
 # ("The script now: detects X; creates Y. This ensures that ..."): the sentences since the last
 # label line (at most DISTILL_APPROACH_MAX_SENTENCES) and this one are a decision.
