@@ -235,9 +235,6 @@ DECISION_CUES = (
     r"\bprefer(?:red)? [^.;]{1,60}\bover\b",
     r"\bwe (?:\w+ ){1,2}[^.;]{0,60}\binstead of\b",
     r"^\W*(?:stay|stick) with\b|\bkeep using\b",
-    # The way chosen over another: "the right fix is to pass the values in, printf style".
-    r"\bthe (?:right|correct|proper|better|best) (?:fix|approach|way|solution)"
-    r" (?:is|would be) to\b",
 )
 # A sentence of a change report that sets a default (one of DECISION_CUES_NEED_REASON): never an
 # insight, even without a reason ("by default" is otherwise an insight cue: a tool's behaviour).
