@@ -229,18 +229,26 @@ DISTILL_PREFIX_RESERVE_CHARS = 80  # room for the topic prefix within the memory
 # An answer's opening shorter than this ("They weren't done, they were acknowledged.") takes the
 # next sentence along.
 DISTILL_ANSWER_MIN_WORDS = 12
+# Between people (a chat import with no AI side), a cue sentence is a decision or an insight only
+# with at least this many content words besides the cue's own: "That's wild", "Good weird",
+# "Final decision: Victoria Baths." are conversation.
+DISTILL_PEOPLE_MIN_TERMS = 4
 DECISION_CUES = (
     r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|chose|chosen|opted|settled on|went with)\b",
     r"\bdecided to\b",
     r"\bdecision\s*:",
-    r"\blet'?s (?:go with|use|stick with|keep|switch|move to|drop|not use|replace)\b",
+    # ... with what is chosen after it ("then let's switch," or "drop it" lose their subject).
+    r"\blet'?s (?:go with|use|stick with|keep|switch|move to|drop|not use|replace)\b"
+    r"(?!\s*(?:[,.;:!?]|$|(?:it|this|that|them)\b))",
     r"\b(?:i'm|we're|i am|we are) going with\b",
     r"^going with\b",
     r"\bwe(?:'ll| will| should| are going to|'re going to) (?:use|go with|switch|keep|stick"
     r" with|drop|move to|replace)\b",
+    # Not a measurement ("slow after the switch, 4 seconds instead of 200 ms").
     r"\b(?:use|using|switch\w*|go(?:ing)? with|mov\w+ to|replac\w+)\b[^.;]{1,80}"
-    r"\b(?:instead of|rather than)\b",
-    r"\b(?:let'?s|we(?:'ll| will| can| should)?|decided to|i'?ll|i) drop(?:ped)?\b",
+    r"\b(?:instead of|rather than)\b(?!\s*[~≈]?\d)",
+    r"\b(?:let'?s|we(?:'ll| will| can| should)?|decided to|i'?ll|i) drop(?:ped)?\b"
+    r"(?!\s*(?:[,.;:!?]|$|(?:it|this|that|them)\b))",
     r"\bprefer(?:red)? [^.;]{1,60}\bover\b",
     r"\bwe (?:\w+ ){1,2}[^.;]{0,60}\binstead of\b",
     r"^\W*(?:stay|stick) with\b|\bkeep using\b",
@@ -248,7 +256,7 @@ DECISION_CUES = (
 # A sentence of a change report that sets a default (one of DECISION_CUES_NEED_REASON): never an
 # insight, even without a reason ("by default" is otherwise an insight cue: a tool's behaviour).
 DEFAULT_CHANGED = (
-    r"\bby default\b[^.;]{0,80}\bnow\b|\bnow\b[^.;]{0,80}\bby default\b|\bnow defaults? to\b"
+    r"\bby default\b[^.;:]{0,80}\bnow\b|\bnow\b[^.;:]{0,80}\bby default\b|\bnow defaults? to\b"
     r"|\bdefaults? (?:is |are )?now\b"
 )
 # Weaker decision cues: they make a decision only when a reason is in or next to the sentence
@@ -256,7 +264,8 @@ DEFAULT_CHANGED = (
 DECISION_CUES_NEED_REASON = (
     r"(?:^|:\s)\W*(?:i think,? |i guess,? |i feel like )?(?:(?:for|in|on|with|after|until|once"
     r"|from now on|going forward|instead|so|then|for now)\b[^,;:.]{0,40}?,?\s+)?we(?:'ll| will"
-    r"|'re going to| are going to| won't| will not| should(?:n't| not)?)\b",
+    r"|'re going to| are going to| won't| will not| should(?:n't| not)?)\b"
+    r"(?!\s+(?:need|have) to\b)",  # "we'll need to choose a map SDK" is a requirement
     r"^\W*(?:so |then )?i(?:'ll| will)? (?:set|chose|picked|used|kept|switched|replaced|moved"
     r"|pinned|disabled|enabled|went with|opted|did not use|didn't use|avoided|left)\b",
     r"\brather than\b",
@@ -287,6 +296,10 @@ DECISION_CUES_NEED_REASON = (
 # A fix that worked, reported as what resolved the problem ("Key fix: resolved the Dialyzer false
 # positive by using X instead of Y"): a finding (an insight), checked before the decision cues.
 FIX_FINDING = r"(?:^|:\s+)\W*(?:resolved|fixed|solved|worked around|got rid of)\b[^.;]{0,100}\bby\b"
+# ...except a fix reported as what was done, with its reason ("Fixed by removing the fixed IDs
+# - they're never queried by ID, so the IDs were unnecessary"): the fix chosen is a decision.
+FIX_CHOSEN = r"^\W*(?:fixed|solved|resolved)(?: (?:it|this|that|the \w+))? by \w+ing\b"
+FIX_PURPOSE = r"\bso (?:they|it|that|each|every|nothing)\b|\s[—–]\s*(?:they|it|this)\b|\(for [\w-]+"
 # A sentence opening like this gives the reason for the approach described just before it
 # ("The script now: detects X; creates Y. This ensures that ..."): the sentences since the last
 # label line (at most DISTILL_APPROACH_MAX_SENTENCES) and this one are a decision.
@@ -309,7 +322,7 @@ INSIGHT_CUES = (
     r"\b(?:that's|this is|that is) (?:exactly )?what happened\b",
     r"(?-i:\bTIL\b)",
     r"\bgotcha\b",
-    r"\bnote that\b",
+    r"(?<!a )\bnote that\b",  # not "together with a note that ..." (a to-do)
     r"\bthe (?:reason|fix|trick) (?:was|is)\b",
     r"\bkey (?:insight|takeaway|finding|discovery)\b",
     r"\b(?:was|is) caused by\b",
@@ -363,7 +376,9 @@ MEASURED_EVIDENCE = (
 # A prompt asking why/what caused something, or asking to record a lesson: the outcome's opening
 # explains it (an insight).
 WHY_QUESTION = (
-    r"\bwhy\b|\bhow come\b|\bwhat(?:'s| is| was) (?:causing|going on|happening|wrong|the (?:problem"
+    # Not reported speech ("my partner asked why it has no dark mode").
+    r"(?<!asked )(?<!asks )(?<!asking )(?<!asked me )\bwhy\b"
+    r"|\bhow come\b|\bwhat(?:'s| is| was) (?:causing|going on|happening|wrong|the (?:problem"
     r"|issue|cause))\b|\bwhere (?:is|does) (?:that|this|it) com(?:e|ing) from\b"
     r"|\bdoes (?:that|this|it) matter\b|\bi thought\b|\bany idea\b|\bsays? [^?.]{0,60}\?"
     r"|\bwhat (?:we're|we are|i'm|i am) dealing with\b|\btell me (?:what|why|how)\b|\bexplain\b"
@@ -395,6 +410,41 @@ CHOICE_QUESTION = (
     r"|\bcan we\b"
     r"|\bwhat (?:do|does|should) [\w\s]{0,30}\bdo\b|\?\s*[\w`'-]+(?: [\w`'-]+)?\s*\?"
     r"|^\W*so\s+[\w`'.-]+\s*\?\s*$|^\W*`?\w+[_.-][\w.-]+`?\s*\?\s*$"
+)
+# The answer to a choice question is a decision only when it says what was chosen (distill.py,
+# _states_choice): it opens with yes/no or with one of these imperatives, names one of the
+# question's options first, or carries a CHOICE_MARKER. "Ask her" defers the choice.
+CHOICE_IMPERATIVE = (
+    r"^\W*(?:use|keep|go with|set|store|add|put|make|reconstruct|run|move|switch|stay|stick"
+    r"|pin|track|drop|skip|leave|split|pass|start|write|let|do|don't|do not|avoid|prefer"
+    r"|choose|pick|try|turn|enable|disable|cache|create|mark|return|default to|separate)\b"
+)
+CHOICE_MARKER = (
+    r"\b(?:i'?d|we'?ll|we will|we should|you should|go with|lean(?:ing)?|recommend|prefer"
+    r"|instead|rather than|(?:is|are) now|better|stick with|stay with|decided|chose|choose)\b"
+)
+# An answer opening that is a plan or a to-do ("I'll finish ...", "Check the pool: ..."): never
+# an insight, whatever the question.
+PLAN_OPENING = (
+    r"^\W*(?:i'll|i will|we'll|we will|let me|i'm going to|we're going to|going to|finish"
+    r"|(?:check|write|try|run) (?:the|your|it|this|that|if|whether)\b)"
+)
+# Between people only a real why-question ("Why did staging have it and prod not?") makes its
+# answer a finding; "asked me why anyone needs logarithms" or "Why Gus." is conversation.
+PEOPLE_WHY_QUESTION = r"\b(?:why|how come)\b[^.!?]*\?"
+# A sentence that only judges what was said ("That's wild.", "That's acceptable if ...", "It's
+# smart though"): never a decision or an insight, and no answer to keep.
+REMARK = (
+    r"^\W*(?:that|it|this)(?:'s| is| was| sounds| looks) (?:(?:so|really|very|kind of|pretty"
+    r"|basically|actually|totally|quite) )?(?:acceptable|fine|great|good|fair|amazing|wild"
+    r"|incredible|kind|smart|nice|cool|interesting|funny|true|ok|okay|progress|deep|weird"
+    r"|lovely|brilliant|awesome|perfect|terrible|awful|sad|hilarious|crazy)\b"
+)
+# A prompt asking for a text ("also list what went wrong", "summarize the incidents"): its
+# answer is that text, never the cause of a problem the prompt names.
+WRITING_REQUEST = (
+    r"^\W*(?:(?:also|and|now|then|ok(?:ay)?|please)[,]?\s+)*(?:list|summari[sz]e|write|draft"
+    r"|outline|recap|describe)\b"
 )
 # A short prompt accepting a proposal from the previous outcome makes that proposal a decision.
 ACCEPTANCE = (

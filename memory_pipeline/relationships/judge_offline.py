@@ -30,8 +30,9 @@ NAME = "offline-rules"
 _TERM = r"(?P<old>[`\w][\w.`/+-]*(?:\s+[\w.`/+-]+){0,2})"
 REVERSAL_CUES = (
     rf"\binstead of\s+(?:the\s+|a\s+|an\s+|using\s+)?{_TERM}",
+    # Not a phrasal verb: "dropped off that stuff I baked", "drop by", "dropped out" drop nothing.
     rf"\b(?:drop|dropp(?:ed|ing)|ditch(?:ed|ing)?|abandon(?:ed|ing)?|remov(?:e|ed|ing))\s+"
-    rf"(?:the\s+|our\s+)?{_TERM}",
+    rf"(?!(?:off|by|in|out|over|back|into)\b)(?:the\s+|our\s+)?{_TERM}",
     rf"\bswitch(?:ed|ing)?\s+(?:\w+\s+){{0,3}}?from\s+{_TERM}\s+to\b",
     rf"\bmov(?:e|ed|ing)\s+(?:\w+\s+){{0,3}}?from\s+{_TERM}\s+(?:to|into)\b",
     rf"\breplac(?:e|ed|ing)\s+(?:the\s+)?{_TERM}\s+(?:with|by)\b",
@@ -68,11 +69,36 @@ def reversed_words(text: str) -> list[str]:
     return words
 
 
-def _affirms(memory: Memory, term: str) -> bool:
-    """The memory names `term` outside any reversal of it (so it chose or used it)."""
-    if term not in content_terms(memory.text):
+# Words just before a name that set it aside ("far less to maintain than Prometheus, Grafana and
+# Alertmanager", "without Redis", "rather than cron"): that mention chose nothing.
+_SET_ASIDE = re.compile(
+    r"\b(?:than|instead of|rather than|without|not|no|never|don't want|do not want|avoid(?:ing)?"
+    r"|over)\b[^.;:!?]{0,40}$",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[`\w][\w.`/+-]*")
+
+
+def affirms(text: str, term: str) -> bool:
+    """Whether `text` names `term` as something chosen or used: outside any reversal of it, and
+    at least once not right after words that set it aside (an actual value that a later decision
+    can change, not an alternative named in passing)."""
+    if term not in content_terms(text):
         return False
-    return not any(term in terms for terms, _ in reversed_terms(memory.title, memory.content))
+    if any(term in terms for terms, _ in reversed_terms(text)):
+        return False
+    for sentence in split_sentences(text):
+        for word in _WORD.finditer(sentence):
+            if term in content_terms(word.group(0)):
+                before = sentence[max(0, word.start() - 60) : word.start()]
+                if not _SET_ASIDE.search(before):
+                    return True
+    return False
+
+
+def _affirms(memory: Memory, term: str) -> bool:
+    """The memory names `term` as something it chose or used (see `affirms`)."""
+    return affirms(f"{memory.title}\n{memory.content}", term)
 
 
 def _shared_subject(pair: Pair, term: str) -> bool:

@@ -31,6 +31,10 @@ class PassInput(BaseModel):
     # Turns of the prior tail segment (already processed): context only, never re-distilled.
     tail_context: list[TurnInput] = Field(default_factory=list)
     new_turns: list[TurnInput]
+    # People talking to each other, no AI side (a chat import read by the speaker rule): the
+    # other side is not an agent, so nothing it said is corrected work, and the rules read only
+    # what was said as a decision or a finding (offline_rules/distill.py). Left out of dumps.
+    between_people: bool = Field(default=False, exclude=True)
 
 
 class DistilledMemory(BaseModel):

@@ -69,6 +69,10 @@ def process_window(
             # The model call runs outside any transaction: a slow answer holds no snapshot.
             ctx = load_context(conn, task)
             result = validate_result(ctx.pass_input, backend.run(ctx.pass_input))
+            if ctx.pass_input.between_people and result.corrections:
+                # People talking to each other: no agent did work a reply could correct (an
+                # answer, news or a joke is not a correction episode), whatever the backend says.
+                result = result.model_copy(update={"corrections": []})
             duration_ms = int((time.monotonic() - started) * 1000)
             with conn.transaction():
                 if not claim(conn, task):

@@ -143,9 +143,13 @@ def load_context(conn: psycopg.Connection, task: TaskRevision) -> PassContext:
             outcome_speaker=t.outcome_speaker,
         )
 
+    rule = conn.execute(
+        "SELECT native_context ->> 'turn_rule' FROM captured_tasks WHERE id = %s", [task.id]
+    ).fetchone()
     pass_input = PassInput(
         task_title=task.title,
         source=task.source,
+        between_people=bool(rule and rule[0] == "speakers"),
         tail_context=[as_input(t) for o, t in turns.items() if o <= task.cursor],
         new_turns=[as_input(t) for o, t in turns.items() if o > task.cursor],
     )

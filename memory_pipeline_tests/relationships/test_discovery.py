@@ -410,3 +410,31 @@ def test_the_ingest_job_finds_entities_before_it_links() -> None:
     from memory_pipeline.relationships.definitions import memory_relationships
 
     assert dg.AssetKey("memory_entities") in memory_relationships.dependency_keys
+
+
+def test_a_phrasal_verb_is_no_reversal_cue() -> None:
+    """Issue 34: "dropped off that stuff I baked" dropped nothing; "drop Redis" does."""
+    from memory_pipeline.relationships.judge_offline import reversed_terms
+
+    for said in (
+        "I dropped off that stuff I baked at Ruth's.",
+        "Can you drop by the shop on Sunday?",
+        "He dropped out of the league.",
+    ):
+        assert reversed_terms(said) == [], said
+    assert reversed_terms("We drop Redis for rate limiting.") != []
+
+
+def test_an_alternative_named_in_passing_was_never_chosen() -> None:
+    """Issue 34: "dropped Grafana Cloud for Better Stack" changes nothing in a session that only
+    named Grafana as what it avoided; it reverses one that set Grafana up."""
+    from memory_pipeline.relationships.judge_offline import affirms
+
+    passing = (
+        "Then consider Beszel: a hub plus a tiny agent per host, alerts built in. Far less to "
+        "maintain than Prometheus, node_exporter, Grafana and Alertmanager."
+    )
+    assert not affirms(passing, "grafana")
+    assert not affirms("We keep the counters without Redis.", "redi")
+    assert affirms("Set up Grafana Cloud with Sentry for errors.", "grafana")
+    assert affirms("We'll use Redis for the rate limiter: you already run Redis 7.", "redi")

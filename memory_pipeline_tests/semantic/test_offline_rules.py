@@ -747,3 +747,162 @@ def test_a_rejected_alternative_is_the_reason_of_the_direction_after_it():
     (decision,) = memories(run([turn]), "decision")
     assert "open issues or prs directly" in decision.content
     assert "write-up for each team" in decision.content
+
+
+def people(turns: Sequence[TurnInput]) -> PassResult:
+    """A chat between two people (a chat import read by the speaker rule)."""
+    named = [
+        t.model_copy(update={"prompt_speaker": "Sam", "outcome_speaker": "Aoife"}) for t in turns
+    ]
+    pass_input = PassInput(source="chat_import", new_turns=named, between_people=True)
+    result = OfflineRulesBackend().run(pass_input)
+    validate_result(pass_input, result)
+    return result
+
+
+def test_chit_chat_between_people_is_neither_a_decision_nor_an_insight():
+    result = people(
+        [
+            T(
+                0,
+                "Your last day at work yesterday! How do you feel?",
+                "Good weird. They gave me a card.",
+            ),
+            T(
+                1,
+                "3 hours and 12 minutes, slow but no pain.",
+                "That's basically a marathon already.",
+            ),
+            T(2, "Where do we stand with the wedding?", "Final decision: Victoria Baths."),
+            T(3, "I asked me why anyone needs logarithms.", "That's all I know. Are you nervous?"),
+        ]
+    )
+    assert memories(result) == []
+
+
+def test_between_people_a_decision_says_who_chose_and_a_why_answer_is_a_finding():
+    result = people(
+        [
+            T(
+                0,
+                "Cottage planning: we'll drive ourselves because of the car seat and the pram.",
+                "Good plan, the train would be a nightmare with all that.",
+            ),
+            T(
+                1,
+                "Why did staging have the index and prod not?",
+                "Someone created it by hand in staging in July for a test and never put it in a "
+                "migration.",
+            ),
+        ]
+    )
+    decisions, insights = memories(result, "decision"), memories(result, "insight")
+    assert len(decisions) == 1 and "car seat" in decisions[0].content
+    assert "The user" not in decisions[0].content  # nobody is "the user" between people
+    assert len(insights) == 1 and "by hand in staging" in insights[0].content
+
+
+def test_a_fact_answering_a_choice_question_is_no_decision():
+    fact = run(
+        [
+            T(
+                0,
+                "What about the webhooks during downtime?",
+                "Stripe retries failed webhook deliveries for up to three days with backoff, so a "
+                "short outage loses nothing.",
+            )
+        ]
+    )
+    assert memories(fact, "decision") == []
+    chosen = run(
+        [
+            T(
+                0,
+                "Should it use inotify via the notify crate instead?",
+                "I'd keep polling, because inotify never fires on NFS mounts for writes made by "
+                "other hosts.",
+            )
+        ]
+    )
+    assert [m.title for m in memories(chosen, "decision")] == ["Keep polling"]
+
+
+def test_a_plan_a_remark_or_a_measurement_is_no_insight_or_decision():
+    result = run(
+        [
+            T(
+                0,
+                "The backup failed again last night.",
+                "I'll finish the IAM role change and delete the tokens, so the backup can't fail "
+                "that way again.",
+            ),
+            T(
+                1,
+                "Offline downloads on mobile data?",
+                "That's acceptable if the app makes it clear: show the size and only download on "
+                "wifi by default.",
+            ),
+            T(
+                2,
+                "Ledger-core is live.",
+                "The statements query was slow after the switch, 4 seconds instead of 200 ms.",
+            ),
+        ]
+    )
+    assert memories(result) == []
+
+
+def test_a_title_is_never_cut_inside_code():
+    result = run(
+        [
+            T(
+                0,
+                "It's a dbt model, how do I add partitioning in the config?",
+                'Yes: partition_by={"field": "order_ts", "granularity": "day"} and '
+                'cluster_by=["store_id"] in the model config.',
+            )
+        ]
+    )
+    titles = [m.title for m in memories(result)]
+    assert titles and all(t != 'partition_by={"field"' for t in titles)
+    assert titles[0].startswith('partition_by={"field": "order_ts"')
+
+
+def test_a_fix_reported_with_its_reason_is_a_decision_and_without_one_a_finding():
+    chosen = run(
+        [
+            T(
+                0,
+                "it crashed, please check the crash log",
+                "The finding content contains literal `[` characters that Textual parses as "
+                "markup tags. Fixed by passing `markup=False` to `Static` for the body sections so "
+                "they're rendered as plain text.",
+            )
+        ]
+    )
+    assert [m.type for m in memories(chosen) if "markup=False" in m.content] == ["decision"]
+    found = run(
+        [
+            T(
+                0,
+                "The Dialyzer warning is back, any idea?",
+                "Key fix: resolved the Dialyzer false positive by using `hex_trace_id/1` instead "
+                "of reading the span record by hand.",
+            )
+        ]
+    )
+    assert [m.type for m in memories(found) if "Dialyzer" in m.content] == ["insight"]
+
+
+def test_a_fix_with_its_purpose_in_parentheses_is_a_decision():
+    result = run(
+        [
+            T(
+                0,
+                "the active row is still lost sometimes",
+                "Fixed by splitting into `htmx:afterSwap` (for scroll reset) and "
+                "`htmx:afterSettle` (for active row sync).",
+            ),
+        ]
+    )
+    assert any("afterSettle" in m.content for m in memories(result, "decision"))

@@ -294,3 +294,83 @@ def test_error_mid_batch_keeps_the_other_tasks(conn) -> None:  # type: ignore[no
         "SELECT t.native_id FROM semantic_cursors c JOIN captured_tasks t ON t.id = c.task_id"
     ).fetchall()
     assert processed == [("sess-2",)]
+
+
+PEOPLE = [
+    (
+        "Morning! I had a second interview yesterday with a company in Copenhagen.",
+        "Copenhagen?? Since when are you looking at jobs abroad? How do you feel about it?",
+    ),
+    (
+        "I wasn't really looking. A recruiter messaged me and I said yes to a call out of boredom.",
+        "That's wild. How did it go? What did you ask them for?",
+    ),
+    (
+        "No, I asked for forty-five thousand. That covers the flat and the move.",
+        "Good weird. Tell me when you've decided.",
+    ),
+]
+
+
+def capture_chat(conn: psycopg.Connection, turn_rule: str) -> None:
+    """A chat import: two people talking (the speaker rule) or a person and an AI (roles)."""
+    people = turn_rule == "speakers"
+    turns = [
+        ParsedTurn(
+            ordinal=i,
+            native_turn_id=f"m{i}",
+            prompt=prompt,
+            outcome=outcome,
+            native_message_ids=[f"p{i}", f"o{i}"],
+            started_at=T0 + timedelta(minutes=10 * i),
+            completed_at=T0 + timedelta(minutes=10 * i + 3),
+            prompt_speaker="Sam" if people else None,
+            outcome_speaker="Aoife" if people else None,
+        )
+        for i, (prompt, outcome) in enumerate(PEOPLE)
+    ]
+    task = ParsedTask(
+        source="chat_import",
+        native_id=f"friends-{turn_rule}",
+        started_at=T0,
+        title=None,
+        ownership=OwnershipVerdict(ownership="user_owned", reason="chat_import:user-import"),
+        native_context={"import_file": "friends.jsonl", "turn_rule": turn_rule},
+        turns=turns,
+        source_path="/x/friends.jsonl",
+    )
+    with conn.transaction():
+        store_task(conn, task, CaptureReport())
+
+
+def test_a_reply_between_people_is_no_correction_episode_whatever_the_backend(conn) -> None:  # type: ignore[no-untyped-def]
+    # "No, I asked for ..." answers a friend's question: nobody corrected an agent's work. Between
+    # a person and an AI the same words after an outcome are a correction.
+    capture_chat(conn, "speakers")
+    capture_chat(conn, "roles")
+    report = process_window(conn, OfflineRulesBackend(), *WINDOW, 30, now=LATER)
+    assert report.tasks_processed == 2 and not report.failures
+    rows = conn.execute(
+        "SELECT t.native_id, count(DISTINCT m.id) FROM captured_tasks t"
+        " LEFT JOIN memory_provenance p ON p.task_id = t.id"
+        " LEFT JOIN memories m ON m.id = p.memory_id AND m.type = 'correction_episode'"
+        " GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    assert rows[0][0] == "friends-roles" and rows[0][1] >= 1
+    assert rows[1] == ("friends-speakers", 0)
+    # Chit-chat between people ("That's wild", "How do you feel?", "Good weird") is neither a
+    # decision nor an insight.
+    assert conn.execute(
+        "SELECT count(*) FROM memories m JOIN memory_provenance p ON p.memory_id = m.id"
+        " JOIN captured_tasks t ON t.id = p.task_id"
+        " WHERE t.native_id = 'friends-speakers' AND m.type IN ('decision', 'insight')"
+    ).fetchone() == (0,)
+
+
+def test_the_pass_input_says_when_people_talk_to_each_other(conn) -> None:  # type: ignore[no-untyped-def]
+    capture_chat(conn, "speakers")
+    backend = ScriptedBackend(RuntimeError("stop"))
+    process_window(conn, backend, *WINDOW, 30, now=LATER)
+    assert [i.between_people for i in backend.inputs] == [True]
+    # Not part of the stored input hash or the model prompt: the field is excluded from dumps.
+    assert "between_people" not in backend.inputs[0].model_dump_json()

@@ -67,6 +67,20 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
       A bare "no" (DECLINE) to the offer closing the previous outcome (OFFER: "Want me to swap
       them anyway?") is a decision to keep things as they are, with the reason given before the
       offer, citing both turns.
+   Stricter readings (tuning.py): the answer to a choice question is a decision only when it
+   says what was chosen (yes/no, an imperative of choice, one of the question's options, or a
+   CHOICE_MARKER such as "I'd", "rather than", "is now"), so a fact that answers "What about the
+   webhooks during downtime?" is none; an answer that opens with a plan ("I'll finish ...",
+   PLAN_OPENING) is no insight, and neither is the answer to a request for a text ("list what
+   went wrong", WRITING_REQUEST); a remark ("That's wild", "That's acceptable if ...", REMARK)
+   carries no cue and is no answer; "instead of 200 ms" (a measurement), "let's switch," and
+   "drop it" (no object) and "keep X in mind" are no decisions; a "why" in reported speech ("he
+   asked why") asks nothing; a title is cut at a colon only outside code and quotes.
+   Between people (a chat import with no AI side, `PassInput.between_people`): statements are
+   attributed to the speaker by name, not to "the user" or "the agent"; only cue sentences with
+   at least DISTILL_PEOPLE_MIN_TERMS content words besides the cue's own, and answers to a real
+   why-question, are distilled: no how/choice/problem answers, acceptances, adopted directions,
+   declined offers or approaches (a question between people is conversation).
    A prompt sentence that opens with an imperative of choice (USER_DIRECTION: keep, use, store,
    track, extend, avoid, don't ...) and carries its reason in the sentence ("... so that new
    clients get it") is a decision; a sentence rejecting an alternative ("I don't want to open
@@ -84,7 +98,9 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    one that only labels: "The root cause: X" -> "X"), cut before its reason clause, without cue
    boilerplate.
 
-3. Corrections. A new turn whose prompt opens (first CORRECTION_SCAN_CHARS) with a correction cue
+3. Corrections (never between people: process.py drops them for any backend, since no agent
+   did work that a reply could correct). A new turn whose prompt opens (first
+   CORRECTION_SCAN_CHARS) with a correction cue
    ("that's not what I asked", "I said", "you should have", "wrong file", "not X but Y", ...), or
    with a bare "No, ..." that does not also acknowledge ("thanks", "looks good"), corrects the
    previous turn's outcome. agent_did = the first sentences of that outcome; user_expected = the

@@ -16,6 +16,8 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     ANSWER_PARTICLE,
     APPROACH_ACTION_ITEM,
     APPROACH_REASON_LEAD,
+    CHOICE_IMPERATIVE,
+    CHOICE_MARKER,
     CHOICE_QUESTION,
     COLON_EXPLANATION,
     CONSEQUENCE_LEAD,
@@ -30,7 +32,9 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     EXPLANATION,
     FIRST_PERSON,
     FIRST_PERSON_VERB,
+    FIX_CHOSEN,
     FIX_FINDING,
+    FIX_PURPOSE,
     HOWTO_QUESTION,
     IDENTIFIER,
     INSIGHT,
@@ -39,6 +43,8 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     LETS,
     NOT_DECIDED,
     OFFER,
+    PEOPLE_WHY,
+    PLAN_OPENING,
     PROBLEM_REPORT,
     PRONOUN_LEAD,
     PROPOSAL,
@@ -46,12 +52,14 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     REASON,
     REASON_LEAD,
     REJECTED_ALTERNATIVE,
+    REMARK,
     SHIFT_PREAMBLE,
     TABLE_ROW,
     THIRD_PERSON_S,
     TITLE_BOILERPLATE,
     USER_DIRECTION,
     WHY_QUESTION,
+    WRITING_REQUEST,
     ProsePattern,
     clean,
     strip_end,
@@ -74,6 +82,14 @@ from memory_pipeline.semantic.text import (
     trim_words,
 )
 
+# Words of the cues themselves: they say that something was decided or found, not what.
+_CUE_WORDS = frozenset(
+    content_terms(
+        "decided decision final agreed turns turned lesson learned root cause because reason"
+        " problem issue going"
+    )
+)
+
 
 @dataclass
 class _Candidate:
@@ -86,7 +102,9 @@ class _Candidate:
     questions: list[str] = field(default_factory=list)
 
 
-def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory]:
+def distill(
+    members: list[RuleTurn], segment_title: str, *, between_people: bool = False
+) -> list[DistilledMemory]:
     candidates: list[_Candidate] = []
     previous: RuleTurn | None = None
     for m in members:
@@ -97,26 +115,44 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
         used: set[int] = set()  # outcome sentences already distilled by a cue
         outcome_sentences: list[str] = []
         prompt, outcome = m.subject or subject_text(m.turn.prompt), answer_text(m.turn.outcome)
-        for text, speaker in ((prompt, "The user"), (outcome, "The agent")):
+        sides = ((prompt, "The user"), (outcome, "The agent"))
+        if between_people:  # nobody is "the user" or "the agent": say who said it
+            sides = (
+                (prompt, m.turn.prompt_speaker or "One of them"),
+                (outcome, m.turn.outcome_speaker or "The other"),
+            )
+        for side, (text, speaker) in enumerate(sides):
             sentences = [clean(s) for s in split_sentences(text)]
             quoted = _quoted(sentences)
-            if speaker == "The agent":
+            if side == 1:
                 outcome_sentences = sentences
                 used |= quoted
             for j in range(len(sentences)):
                 if j in quoted:
                     continue
                 kind = _cue_kind(sentences, j)
-                if kind is None and speaker == "The user" and _is_direction(sentences[j]):
-                    kind = "decision"
+                if kind is not None and between_people and not _substantive(sentences[j]):
+                    kind = None  # "That's amazing", "Final decision: Victoria Baths."
+                if kind is None and side == 0 and not between_people:
+                    kind = "decision" if _is_direction(sentences[j]) else None
                 if kind is None:
                     continue
                 cand = _statement(kind, sentences, j, speaker, segment_title, m.ordinal)
                 if cand is not None:
                     found.add(kind)
-                    if speaker == "The agent":
+                    if side == 1:
                         used.add(j)
                     _add_candidate(candidates, cand)
+        if between_people:
+            # Chat between people: a question is conversation ("How do you feel?"), a short
+            # "ok" accepts no proposal, and nobody directs an agent. Only why-questions answered
+            # with a cause count (the cue sentences above are the rest).
+            if PEOPLE_WHY.search(prompt):
+                cand = _answer("insight", WHY_QUESTION, prompt, outcome_sentences, used, m.ordinal)
+                if cand is not None and _substantive(cand.title):
+                    _add_candidate(candidates, cand)
+            previous = m
+            continue
         for cand in _approaches(outcome_sentences, used, segment_title, m.ordinal):
             found.add("decision")
             _add_candidate(candidates, cand)
@@ -150,6 +186,14 @@ def distill(members: list[RuleTurn], segment_title: str) -> list[DistilledMemory
     ]
 
 
+def _substantive(sentence: str) -> bool:
+    """Enough said to stand as a decision or a finding between people: at least
+    DISTILL_PEOPLE_MIN_TERMS content words besides the cue's own ("That's wild", "Good weird",
+    "Final decision: Victoria Baths." say nothing an agent could use)."""
+    words = [w for w in content_terms(_unprefixed(sentence)) if w not in _CUE_WORDS]
+    return len(words) >= T.DISTILL_PEOPLE_MIN_TERMS
+
+
 def _quoted(sentences: list[str]) -> set[int]:
     """Sentences inside a “curly-quoted” passage: text being written for someone else (a talk
     track, a message draft), not something the session found or chose."""
@@ -180,7 +224,15 @@ def _cue_kind(sentences: list[str], j: int) -> str | None:
         return None
     if is_scaffolding_sentence(sentences[j]) or is_scaffolding_sentence(sentence):
         return None  # a placeholder, checklist line, review finding or status line
+    if REMARK.search(sentence):
+        return None  # "That's acceptable if ...", "That's wild": a remark, not a finding
     if FIX_FINDING.search(sentence):
+        if FIX_CHOSEN.search(sentence) and (
+            REASON.search(sentence) or FIX_PURPOSE.search(sentence)
+        ):
+            # "Fixed by passing markup=False, so they're rendered as plain text": the fix chosen,
+            # with its reason, is a decision (the cause before it is the finding).
+            return "decision"
         return "insight"  # what resolved a problem: a finding, even when it names a choice
     if not NOT_DECIDED.search(sentence):
         if DECISION.search(sentence):
@@ -373,8 +425,13 @@ def _answer(
         return None
     j = opening[0]
     core = outcome[j]
+    if REMARK.search(ANSWER_PARTICLE.sub("", core) or core):
+        return None  # "How do you feel?" - "That's amazing." answers nothing worth keeping
+    said = ANSWER_PARTICLE.sub("", core) or core  # "Yes: a 2 TB NVMe in elm." agrees
+    if pattern is PROBLEM_REPORT and WRITING_REQUEST.search(prompt):
+        return None  # "also list what went wrong": the answer is the text asked for, no finding
     if pattern is PROBLEM_REPORT and not (
-        _is_reason(core) or COLON_EXPLANATION.search(core) or DIAGNOSIS.search(core)
+        _is_reason(core) or COLON_EXPLANATION.search(said) or DIAGNOSIS.search(said)
     ):
         return None
     if len(core.split()) < T.DISTILL_ANSWER_MIN_WORDS and j + 1 < len(outcome):
@@ -391,6 +448,14 @@ def _answer(
         # "can we jump to the next item?" - "Done. On startup the TUI now jumps ...": a change
         # made on request, not a choice; a decision carries its reason.
         return None
+    if kind == "decision" and not _states_choice(parts, question):
+        # "What about the webhooks during downtime?" - "Stripe retries failed deliveries for up
+        # to three days": a fact that answers the question, not a choice.
+        return None
+    if kind == "insight" and PLAN_OPENING.search(core):
+        # "The backup failed again." - "I'll finish the IAM role change ...": a plan or a to-do
+        # ("Check the pool: ..."), not what was found.
+        return None
     title_source = ANSWER_PARTICLE.sub("", core) or core
     return _Candidate(
         kind,
@@ -401,6 +466,21 @@ def _answer(
         content_terms(content),
         [question] if question.endswith("?") else [],
     )
+
+
+def _states_choice(parts: list[str], question: str) -> bool:
+    """Whether the answer to a choice question says what was chosen: it opens with yes or no or
+    with an imperative of choice ("Use cargo-zigbuild", "Reconstruct them ..."), names one of
+    the question's options first ("Containers or LXC?" - "LXC, one on ash ..."), or carries a
+    choice word ("I'd keep polling", "is now half-open", "rather than"). A statement of how
+    things are ("Stripe retries ...", "You'd add a contour layer ...") is not a choice."""
+    opening = parts[0]
+    if ANSWER_PARTICLE.match(opening) or CHOICE_IMPERATIVE.search(opening):
+        return True
+    if any(CHOICE_MARKER.search(p) for p in parts):
+        return True
+    first = content_terms(opening)[:1]
+    return bool(first) and " or " in question and first[0] in content_terms(question)
 
 
 def _accepted_proposal(m: RuleTurn, previous: RuleTurn) -> _Candidate | None:
@@ -540,7 +620,7 @@ def _memory_title(core: str) -> str:
     something ("Use an import block instead of the CLI: ..."), else the part after it ("Lesson
     learned: X" -> "X"), cut before the reason clause."""
     head = core
-    before, sep, after = core.partition(": ")
+    before, sep, after = _label_split(core)
     if sep:
         label = TITLE_BOILERPLATE.sub("", FIRST_PERSON.sub("", _unprefixed(before)))
         says_something = len(content_terms(label)) >= 2 and not LABEL_ONLY.match(label)
@@ -552,6 +632,19 @@ def _memory_title(core: str) -> str:
     head = strip_end(head.strip(" ,;:—–-"))
     title = trim_words(head or strip_end(core), T.DISTILL_TITLE_MAX_CHARS)
     return capitalize_first(title)
+
+
+def _label_split(core: str) -> tuple[str, str, str]:
+    """`core` split at its first ": " outside code, quotes and brackets (`{"field": "x"}` is
+    code, not a label); ("", "", core)-like (core, "", "") when there is none."""
+    start = 0
+    while (at := core.find(": ", start)) >= 0:
+        before = core[:at]
+        balanced = all(before.count(a) == before.count(b) for a, b in ("()", "[]", "{}"))
+        if balanced and before.count("`") % 2 == 0 and before.count('"') % 2 == 0:
+            return before, ": ", core[at + 2 :]
+        start = at + 2
+    return core, "", ""
 
 
 def _lower_first(text: str) -> str:

@@ -60,8 +60,16 @@ DIAGNOSIS = ProsePattern(
     r"^\W*(?:it's|it is|it was|that's|this is|the (?:cause|problem|issue|culprit)\b)", _I
 )
 INSIGHT = _any(T.INSIGHT_CUES)
+CHOICE_MARKER = ProsePattern(T.CHOICE_MARKER)
+CHOICE_IMPERATIVE = ProsePattern(T.CHOICE_IMPERATIVE)
+PLAN_OPENING = ProsePattern(T.PLAN_OPENING)
+PEOPLE_WHY = ProsePattern(T.PEOPLE_WHY_QUESTION)
+REMARK = ProsePattern(T.REMARK)
+WRITING_REQUEST = ProsePattern(T.WRITING_REQUEST)
 DEFAULT_CHANGED = ProsePattern(T.DEFAULT_CHANGED)
 FIX_FINDING = ProsePattern(T.FIX_FINDING)
+FIX_CHOSEN = ProsePattern(T.FIX_CHOSEN)
+FIX_PURPOSE = ProsePattern(T.FIX_PURPOSE)
 APPROACH_REASON_LEAD = ProsePattern(T.APPROACH_REASON_LEAD)
 APPROACH_ACTION_ITEM = ProsePattern(T.APPROACH_ACTION_ITEM, 0)
 REQUEST_OPENER = re.compile(T.SEGMENT_REQUEST_OPENERS, _I)
@@ -79,7 +87,7 @@ PROJECT_STOP = frozenset(T.PROJECT_NAME_STOPWORDS)
 # Statements that only look like decisions.
 NOT_DECIDED = ProsePattern(
     r"\b(?:haven't|have not|hasn't|not yet|undecided|didn't|did not|if we|whether (?:to|we)|"
-    r"should we|could we|do we|or should)\b",
+    r"should we|could we|do we|or should|in mind)\b",
     _I,
 )
 # Sentences that open with these lean on the previous sentence for their reason.

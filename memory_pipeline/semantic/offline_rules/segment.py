@@ -336,7 +336,7 @@ class OfflineRulesBackend:
         continues_tail = continues and members[0].is_tail
         title = segment_title(members, pass_input.task_title, pass_input.source)
         project, evidence = find_project(members)
-        memories = distill(members, title)
+        memories = distill(members, title, between_people=pass_input.between_people)
         return Segment(
             first_ordinal=members[0].ordinal,
             last_ordinal=members[-1].ordinal,
