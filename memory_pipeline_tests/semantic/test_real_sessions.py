@@ -125,11 +125,13 @@ def test_the_real_sessions_keep_their_measured_figures(backend, tmp_path):
     assert report.turns == 154
     assert report.scaffolding_titles == 0
     assert report.memory_scaffolding_titles == 0
-    # Measured at 154 turns: boundary F1 0.63 (P 0.89, R 0.48), decisions 0.74 / 0.54, insights
+    # Measured at 154 turns after the fourth round (issue 36, purpose rules: the next request
+    # after work reported done, a pasted new error): boundary F1 0.65 (P 0.89, R 0.52). After
+    # the third: boundary F1 0.63 (P 0.89, R 0.48), decisions 0.74 / 0.54, insights
     # 0.56 / 0.37. Before the rules of the second round (issue 36 follow-up, README): 0.57,
     # 0.69 / 0.35 and 0.56 / 0.37; before any rule change for these sessions: 0.48, 0.50 / 0.27
     # and 0.56 / 0.37.
-    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.62, report.boundary_f1
+    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.64, report.boundary_f1
     decisions, insights = report.by_type["decision"], report.by_type["insight"]
     assert decisions["precision"] is not None and decisions["precision"] >= 0.73, decisions
     assert decisions["recall"] is not None and decisions["recall"] >= 0.53, decisions
@@ -172,3 +174,42 @@ def test_a_long_run_without_an_evident_boundary_is_cut_at_the_documented_maximum
     assert max(lengths) <= tuning.SEGMENT_MAX_TURNS, lengths
     assert len(result.segments) == 3
     assert result == OfflineRulesBackend().run(pass_input)
+
+
+NEW_LONG = "kiliman-2025-08-10-refactor-release"  # 27 turns, eleven labelled topics
+
+
+def test_the_sessions_held_out_from_the_third_round_keep_their_measured_figures(backend, tmp_path):
+    # Lines 25-27 (kiliman/claude-transcript, 61 turns), labelled and committed before any rule
+    # ran on them; measured once after the fourth round's rules (README): boundary F1 0.52
+    # (P 0.89, R 0.36; 0.43 before), titles 11 of 12 acceptable, none scaffolding.
+    report = sem.evaluate(_gold_subset(tmp_path, _gold_lines()[OLD_LINES:]), backend)
+    assert report.turns == 61
+    assert report.scaffolding_titles == 0 and report.memory_scaffolding_titles == 0
+    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.51, report.boundary_f1
+    assert report.acceptable_titles >= 11, report
+
+
+def test_the_long_held_out_session_is_cut_the_same_way_again_and_when_turns_are_appended(
+    backend, sessions
+):
+    gold, turns = sessions[NEW_LONG]
+    pass_input = sem.pass_input(gold, turns)
+    first = validate_result(pass_input, backend.run(pass_input))
+    assert first == validate_result(pass_input, backend.run(pass_input))
+    whole = [s.first_ordinal for s in first.segments if s.first_ordinal > 0]
+    assert len(whole) >= 2
+    # The turns after the first cut arrive later: the tail of the earlier run is its last
+    # segment, and the later cuts are where one pass over all turns makes them.
+    split = whole[0] + 1
+    earlier = sem.pass_input(gold, turns[:split])
+    stored = validate_result(earlier, backend.run(earlier))
+    tail = stored.segments[-1]
+    later = PassInput(
+        source=earlier.source,
+        tail_context=[t for t in earlier.new_turns if t.ordinal >= tail.first_ordinal],
+        new_turns=pass_input.new_turns[split:],
+    )
+    result = validate_result(later, backend.run(later))
+    assert result.segments[0].continues_tail
+    assert [s.first_ordinal for s in result.segments[1:]] == [b for b in whole if b > split]
