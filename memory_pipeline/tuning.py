@@ -195,6 +195,13 @@ SEGMENT_MIN_PROMPT_TERMS = 3  # a prompt with fewer content words never opens a 
 SEGMENT_LONE_MERGE_MIN_SIM = 0.08
 SEGMENT_TITLE_MAX_CHARS = 80
 SEGMENT_TITLE_SHORT_CHARS = 60  # a first prompt sentence this short is the title as is
+# A prompt sentence made only of these words announces a subject without naming it ("ok, let's
+# add a new feature."): the title comes from the next sentence.
+SEGMENT_TITLE_ANNOUNCE_WORDS = (
+    "new feature features thing things question questions task tasks change changes request"
+    " idea one more quick small another couple add work start next"
+)
+SEGMENT_TITLE_ANNOUNCE_MAX_WORDS = 6
 
 SEGMENT_SHIFT_CUES = (
     r"\bunrelated\b",
@@ -614,17 +621,25 @@ SCAFFOLD_PROGRESS_REPORT = (
 # at least SEGMENT_NEW_QUESTION_NOVELTY new opens one too.
 SEGMENT_REQUEST_OPENERS = (
     r"^\W*(?:(?:ok(?:ay)?|now|so|also|next|please|pls|hey|then)[,:!.]?\s+)*"
-    r"(?:(?:can|could|would|will) you(?: please)?\s+|i(?:'d| would) like (?:you )?to\s+"
-    r"|(?:i|we) (?:want|need)(?: you)? to\s+|let'?s\s+|please\s+)?"
+    r"(?:(?:can|could|would|will) (?:you|we)(?: please)?(?: also)?\s+"
+    r"|i(?:'d| would) like (?:you )?to\s+|(?:i|we) (?:want|need)(?: you)? to\s+"
+    r"|let'?s\s+|please\s+)?"
     # New work, not the follow-through of the current work: writing docs or tests, removing,
     # committing or publishing what was just built stays in its segment (demo corpus).
     r"(?:add|build|create|implement|fix|support|introduce|integrate|migrate|port|convert|design"
-    r"|investigate|debug|optimi[sz]e|speed up|replace|upgrade|set ?up|scaffold)\b"
+    r"|investigate|debug|optimi[sz]e|speed up|replace|upgrade|set ?up|scaffold"
+    # ... and a review, a release, a refactoring: a purpose of its own (issue 36).
+    r"|make (?:it|this) so|refactor|rename|bump|release|review|analy[sz]e|explore|research"
+    r"|look (?:at|into)|take a look)\b"
 )
 SEGMENT_PROBLEM_OPENERS = (
     r"^\W*(?:(?:ok(?:ay)?|now|so|hey)[,:!.]?\s+)*(?:any idea why|why (?:is|does|did|do|are|was"
     r"|isn't|doesn't|didn't)\b|one (?:more )?change\b|(?:there's|there is) a bug\b|bug\s*:"
-    r"|(?:the |our |my )?[\w-]+(?: [\w-]+){0,3} (?:is|are) (?:broken|failing|wrong|slow)\b)"
+    r"|(?:the |our |my )?[\w-]+(?: [\w-]+){0,3} (?:is|are) (?:broken|failing|wrong|slow)\b"
+    # A new error or symptom: "I'm getting this error", "nothing happens when I press new game".
+    r"|(?:i'?m|i am|we'?re|we are) (?:getting|seeing) (?:this|an?|the following)\b"
+    r"|i (?:get|got) (?:this|an?|the following) (?:error|exception|warning|message)\b"
+    r"|nothing happens\b)"
 )
 # A prompt that refers back: to what was just said or done ("this change", "still no",
 # "it worked", "try again", "make sure"), or that pastes output.
@@ -645,6 +660,15 @@ SEGMENT_FOLLOW_UP = (
     r"|^\W*(?:[\w'’]+\s+){0,3}?still\b"
 )
 SEGMENT_NEW_REQUEST_NOVELTY = 0.6
+# A request for more work in any words ("can we ...", "i'd like to ...", "let's ..."), right after
+# an outcome that says the work is done (SEGMENT_DONE_OUTCOME), opens a segment when at least
+# SEGMENT_AFTER_DONE_NOVELTY of its content words are new: the next feature after one finished.
+SEGMENT_REQUEST_FORMS = (
+    r"^\W*(?:(?:ok(?:ay)?|now|so|also|next|hey|then|great|nice|perfect)[,:!.]?\s+)*"
+    r"(?:(?:can|could|would|will) (?:you|we)\b|i(?:'d| would) like\b|(?:i|we) (?:want|need)\b"
+    r"|let'?s\b)"
+)
+SEGMENT_AFTER_DONE_NOVELTY = 0.6
 # A problem report (SEGMENT_PROBLEM_OPENERS) right after an outcome that says the work is done
 # ("Perfect! ...", "Done.", "✅ ... complete", "... successfully ...") starts a bug hunt: it opens
 # a segment whatever its words (the new bug is about what was just built, so its words are not

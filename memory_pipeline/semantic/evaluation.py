@@ -11,7 +11,8 @@ session, written by hand before any rule was tuned on it:
 - `scaffolding`: strings of that session that are template text and must never be a title.
 
 Each session is read with the production parser of its source (capture/codex, capture/claude_code;
-`cctrace_markdown` is the markdown export of a Claude Code session, read by the same turn rules)
+`cctrace_markdown` and `claude_transcript_markdown` are markdown exports of a Claude Code session,
+read by the same turn rules)
 and run through the backend as ONE pass (every turn new, no tail). Measures:
 
 - **Boundary F1.** A boundary is the turn a segment starts at (turn 0 excluded). A predicted
@@ -55,7 +56,7 @@ REAL_SESSIONS_GOLD = (
 BOUNDARY_TOLERANCE = 1  # turns; part of the definition of the measure, not tuning
 MEMORY_MIN_OVERLAP = 0.4  # share of a gold statement's content words found in the memory
 
-Format = Literal["codex", "claude_code", "cctrace_markdown"]
+Format = Literal["codex", "claude_code", "cctrace_markdown", "claude_transcript_markdown"]
 
 
 class GoldSegment(BaseModel):
@@ -102,6 +103,8 @@ def read_turns(session: GoldSession, base: Path) -> list[ParsedTurn]:
         raise UserError(f"session file {path} not found (gold session {session.id})")
     if session.format == "cctrace_markdown":
         return cctrace_markdown_turns(path.read_text(encoding="utf-8"))
+    if session.format == "claude_transcript_markdown":
+        return claude_transcript_markdown_turns(path.read_text(encoding="utf-8"))
     if session.format == "codex":
         from memory_pipeline.capture.codex.connector import CodexConnector
 
@@ -162,6 +165,86 @@ def cctrace_markdown_turns(text: str) -> list[ParsedTurn]:
                 texts = []
             elif body:
                 texts.append(body)
+    close()
+    return turns
+
+
+_CT_PROMPT = "> [!IMPORTANT]"
+_CT_WARNING = "> [!WARNING]"
+_CT_COMMAND = re.compile(r"^`(/[^`\s]+)`\\?$")
+_CT_TOOL = re.compile(r"^[^\w\s`>#*(\[-]{1,3}\s?\*\*[^*]+\*\*")
+_CT_ELIDED = re.compile(r"^(?:\.\.\. \+\d+ lines|\(\[view file\])")
+_CT_SUMMARY = "This session is being continued from a previous conversation"
+
+
+def claude_transcript_markdown_turns(text: str) -> list[ParsedTurn]:
+    """Turns of a claude-transcript markdown export (kiliman/claude-transcript: prompts are
+    `> [!IMPORTANT]` quotes, tool uses are emoji-led bold lines with their output fenced after
+    them), by the Claude Code turn rules as in `cctrace_markdown_turns`: a typed prompt or a slash
+    command starts a turn; a turn with no assistant text (a local command such as `/clear`) or
+    interrupted (`[Request interrupted by user]`) is skipped; a compaction summary is harness text
+    and continues the turn in progress; the outcome is the assistant text after the last tool use.
+    """
+    turns: list[ParsedTurn] = []
+    prompt: str | None = None
+    texts: list[str] = []
+    interrupted = False
+    lines = text.splitlines()
+    i = 0
+
+    def close() -> None:
+        if prompt is not None and texts and not interrupted:
+            turns.append(ParsedTurn(ordinal=len(turns), prompt=prompt, outcome="\n\n".join(texts)))
+
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph:
+            texts.append("\n".join(paragraph).strip())
+            paragraph.clear()
+
+    in_tool = False
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() in (_CT_PROMPT, _CT_WARNING):
+            flush()
+            quoted = []
+            i += 1
+            while i < len(lines) and lines[i].startswith(">"):
+                quoted.append(lines[i][1:].removeprefix(" "))
+                i += 1
+            body = "\n".join(quoted).strip()
+            if line.strip() == _CT_WARNING:
+                if body.startswith("[Request interrupted by user"):
+                    interrupted = True
+                continue
+            if body.startswith(_CT_SUMMARY) or (prompt is None and not body):
+                continue
+            close()
+            command = _CT_COMMAND.match(body.splitlines()[0]) if body else None
+            prompt = command.group(1) if command else body
+            texts, interrupted, in_tool = [], False, False
+            continue
+        if prompt is None:
+            i += 1
+            continue
+        if line.startswith("```"):
+            flush()
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                i += 1
+            i += 1
+            continue
+        if _CT_TOOL.match(line):
+            paragraph.clear()
+            texts, in_tool = [], True
+        elif not line.strip():
+            flush()
+            in_tool = False
+        elif not in_tool and not _CT_ELIDED.match(line):
+            paragraph.append(line)
+        i += 1
+    flush()
     close()
     return turns
 

@@ -906,3 +906,48 @@ def test_a_fix_with_its_purpose_in_parentheses_is_a_decision():
         ]
     )
     assert any("afterSettle" in m.content for m in memories(result, "decision"))
+
+
+def test_a_new_error_pasted_after_the_work_is_reported_done_starts_a_bug_hunt():
+    error = T(
+        2,
+        'I\'m getting this error:\n\n  File "export_session.py", line 12, in export\n'
+        "FileNotFoundError: session folder not found",
+        "The export script now creates the session folder before it writes the export.",
+    )
+    done = T(1, EXPORT_BUILT[1].prompt, "Perfect! The export script runs from any folder now.")
+    assert [s.first_ordinal for s in run([EXPORT_BUILT[0], done, error]).segments] == [0, 2]
+    # Pasted output while the work is still going on is a follow-up of it.
+    going = T(1, EXPORT_BUILT[1].prompt, "Copying the export script; two files are left to do.")
+    assert [s.first_ordinal for s in run([EXPORT_BUILT[0], going, error]).segments] == [0]
+
+
+def test_the_next_request_after_the_work_is_reported_done_opens_a_segment():
+    done = T(1, EXPORT_BUILT[1].prompt, "Done! The script is in the working directory.")
+    request = T(
+        2,
+        "can we publish this on npm so people run it with npx, with a README?",
+        "package.json now has a bin entry and the README explains npx usage.",
+    )
+    assert [s.first_ordinal for s in run([EXPORT_BUILT[0], done, request]).segments] == [0, 2]
+    # A request about the same things is the follow-through of the work just done.
+    more = T(
+        2,
+        "can we also copy the export script into the session folder?",
+        "The export script is copied into the session folder too.",
+    )
+    assert [s.first_ordinal for s in run([EXPORT_BUILT[0], done, more]).segments] == [0]
+
+
+@pytest.mark.parametrize(
+    "announcement", ["ok, let's add a new feature.", "One more thing.", "Another small change:"]
+)
+def test_a_sentence_that_only_announces_a_subject_is_never_the_title(announcement):
+    turn = T(
+        0,
+        f"{announcement} i would like to choose between the web ui and a terminal ui at start",
+        "Added a --ui option: web or tui.",
+    )
+    title = run([turn]).segments[0].title
+    assert "feature" not in title.lower() and "thing" not in title.lower()
+    assert "web ui" in title.lower(), title

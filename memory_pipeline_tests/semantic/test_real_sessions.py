@@ -81,6 +81,23 @@ def test_appended_turns_continue_the_tail_segment_unless_their_purpose_changes(b
     assert [s.first_ordinal for s in result.segments[1:]] == [b for b in whole if b > 10]
 
 
+OLD_LINES = 24  # the gold lines of the first three rounds (154 turns); later lines are held out
+
+
+def _gold_subset(tmp_path, lines: list[str]):
+    """A gold file holding `lines`, beside links to the session folders (paths are relative)."""
+    for folder in GOLD.parent.iterdir():
+        if folder.is_dir():
+            (tmp_path / folder.name).symlink_to(folder)
+    subset = tmp_path / "gold.jsonl"
+    subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return subset
+
+
+def _gold_lines() -> list[str]:
+    return [line for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _half(report: sem.SemanticEvalReport, ids: set[str]) -> tuple[sem.Counts, sem.Counts]:
     """Boundary (one turn of tolerance) and decision counts of the sessions `ids`, from the
     per-session report of one evaluation."""
@@ -102,16 +119,19 @@ def _half(report: sem.SemanticEvalReport, ids: set[str]) -> tuple[sem.Counts, se
     return boundaries, decisions
 
 
-def test_the_real_sessions_keep_their_measured_figures(backend):
-    report = sem.evaluate(GOLD, backend)
-    assert report.turns >= 150
+def test_the_real_sessions_keep_their_measured_figures(backend, tmp_path):
+    lines = _gold_lines()[:OLD_LINES]
+    report = sem.evaluate(_gold_subset(tmp_path, lines), backend)
+    assert report.turns == 154
     assert report.scaffolding_titles == 0
     assert report.memory_scaffolding_titles == 0
-    # Measured at 154 turns: boundary F1 0.63 (P 0.89, R 0.48), decisions 0.74 / 0.54, insights
+    # Measured at 154 turns after the fourth round (issue 36, purpose rules: the next request
+    # after work reported done, a pasted new error): boundary F1 0.65 (P 0.89, R 0.52). After
+    # the third: boundary F1 0.63 (P 0.89, R 0.48), decisions 0.74 / 0.54, insights
     # 0.56 / 0.37. Before the rules of the second round (issue 36 follow-up, README): 0.57,
     # 0.69 / 0.35 and 0.56 / 0.37; before any rule change for these sessions: 0.48, 0.50 / 0.27
     # and 0.56 / 0.37.
-    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.62, report.boundary_f1
+    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.64, report.boundary_f1
     decisions, insights = report.by_type["decision"], report.by_type["insight"]
     assert decisions["precision"] is not None and decisions["precision"] >= 0.73, decisions
     assert decisions["recall"] is not None and decisions["recall"] >= 0.53, decisions
@@ -120,7 +140,6 @@ def test_the_real_sessions_keep_their_measured_figures(backend):
     # The second round was tuned on the even lines of the gold set (12 sessions, 79 turns) and
     # checked on the odd lines (12 sessions, 75 turns), which it did not look into; the held-out
     # half did not improve (boundary F1 0.50 -> 0.50, decisions 0.67 / 0.22 -> 0.50 / 0.22).
-    lines = [line for line in GOLD.read_text(encoding="utf-8").splitlines() if line.strip()]
     ids = [sem.GoldSession.model_validate_json(line).id for line in lines]
     tuned_b, tuned_d = _half(report, set(ids[1::2]))
     held_b, held_d = _half(report, set(ids[0::2]))
@@ -131,13 +150,7 @@ def test_the_real_sessions_keep_their_measured_figures(backend):
 
 def test_the_sessions_the_rules_were_tuned_on_meet_the_issue_targets(backend, tmp_path):
     # The first ten lines of the gold set (52 turns), labelled before the first rule change.
-    lines = GOLD.read_text(encoding="utf-8").splitlines()[:10]
-    for folder in GOLD.parent.iterdir():  # session paths are relative to the gold file
-        if folder.is_dir():
-            (tmp_path / folder.name).symlink_to(folder)
-    first = tmp_path / "gold.jsonl"
-    first.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    report = sem.evaluate(first, backend)
+    report = sem.evaluate(_gold_subset(tmp_path, _gold_lines()[:10]), backend)
     assert report.turns == 52
     assert report.boundary_f1 is not None and report.boundary_f1 >= 0.75, report.boundary_f1
     assert report.scaffolding_titles == 0
@@ -161,3 +174,42 @@ def test_a_long_run_without_an_evident_boundary_is_cut_at_the_documented_maximum
     assert max(lengths) <= tuning.SEGMENT_MAX_TURNS, lengths
     assert len(result.segments) == 3
     assert result == OfflineRulesBackend().run(pass_input)
+
+
+NEW_LONG = "kiliman-2025-08-10-refactor-release"  # 27 turns, eleven labelled topics
+
+
+def test_the_sessions_held_out_from_the_third_round_keep_their_measured_figures(backend, tmp_path):
+    # Lines 25-27 (kiliman/claude-transcript, 61 turns), labelled and committed before any rule
+    # ran on them; measured once after the fourth round's rules (README): boundary F1 0.52
+    # (P 0.89, R 0.36; 0.43 before), titles 11 of 12 acceptable, none scaffolding.
+    report = sem.evaluate(_gold_subset(tmp_path, _gold_lines()[OLD_LINES:]), backend)
+    assert report.turns == 61
+    assert report.scaffolding_titles == 0 and report.memory_scaffolding_titles == 0
+    assert report.boundary_f1 is not None and report.boundary_f1 >= 0.51, report.boundary_f1
+    assert report.acceptable_titles >= 11, report
+
+
+def test_the_long_held_out_session_is_cut_the_same_way_again_and_when_turns_are_appended(
+    backend, sessions
+):
+    gold, turns = sessions[NEW_LONG]
+    pass_input = sem.pass_input(gold, turns)
+    first = validate_result(pass_input, backend.run(pass_input))
+    assert first == validate_result(pass_input, backend.run(pass_input))
+    whole = [s.first_ordinal for s in first.segments if s.first_ordinal > 0]
+    assert len(whole) >= 2
+    # The turns after the first cut arrive later: the tail of the earlier run is its last
+    # segment, and the later cuts are where one pass over all turns makes them.
+    split = whole[0] + 1
+    earlier = sem.pass_input(gold, turns[:split])
+    stored = validate_result(earlier, backend.run(earlier))
+    tail = stored.segments[-1]
+    later = PassInput(
+        source=earlier.source,
+        tail_context=[t for t in earlier.new_turns if t.ordinal >= tail.first_ordinal],
+        new_turns=pass_input.new_turns[split:],
+    )
+    result = validate_result(later, backend.run(later))
+    assert result.segments[0].continues_tail
+    assert [s.first_ordinal for s in result.segments[1:]] == [b for b in whole if b > split]

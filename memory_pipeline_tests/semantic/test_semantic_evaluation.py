@@ -160,3 +160,58 @@ def test_without_a_served_model_the_rules_alone_are_measured_and_it_says_why(tmp
     assert result.exit_code == 0, result.output
     assert "model qwen2.5:7b-instruct is not served by" in result.output
     assert "(offline-rules)" in result.stdout and "(ollama:" not in result.stdout
+
+
+def test_a_claude_transcript_markdown_export_is_read_by_the_claude_code_turn_rules() -> None:
+    text = "\n".join(
+        [
+            "# 🤖 Claude Code Transcript",
+            "",
+            "> [!IMPORTANT]",
+            "> `/clear`\\",
+            "> clear",
+            "",
+            "> [!IMPORTANT]",
+            "> Add a --output option",
+            "> so tests write elsewhere",
+            "",
+            "I'll add it.",
+            "",
+            "💻 **Bash: Run the tests**",
+            "```shell",
+            "pnpm test",
+            "```",
+            "... +12 lines ([view file](contents/results-1))",
+            "",
+            "Done: `--output` sets the directory.",
+            "",
+            "> [!IMPORTANT]",
+            "> This session is being continued from a previous conversation that ran out",
+            "",
+            "Also updated the README.",
+            "",
+            "> [!IMPORTANT]",
+            "> now rename it",
+            "",
+            "Renaming.",
+            "",
+            "> [!WARNING]",
+            "> [Request interrupted by user]",
+            "",
+            "> [!IMPORTANT]",
+            "> bump version",
+            "",
+            "✏️ **Edit: package.json**",
+            "",
+            "Version bumped to 1.2.0.",
+        ]
+    )
+    turns = sem.claude_transcript_markdown_turns(text)
+    # `/clear` has no answer and the interrupted turn is skipped; the compaction summary is
+    # harness text, not a prompt; the outcome is the text after the last tool use.
+    assert [t.prompt for t in turns] == [
+        "Add a --output option\nso tests write elsewhere",
+        "bump version",
+    ]
+    assert turns[0].outcome == "Done: `--output` sets the directory.\n\nAlso updated the README."
+    assert turns[1].outcome == "Version bumped to 1.2.0."

@@ -34,7 +34,14 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    problem report ("any idea why ...", "one change please, ... omits the xml") right after an
    outcome whose first SEGMENT_DONE_SCAN_LINES lines say the work is done (SEGMENT_DONE_OUTCOME:
    "Perfect!", "Done", "✅ ...", "... successfully ...") opens a segment whatever its words: a bug
-   hunt about what was just built. Such a segment is never merged away as a lone turn. (No
+   hunt about what was just built; a problem report there names a new error or symptom too
+   ("I'm getting this error:" with the error pasted, "nothing happens when ..."), its paste
+   does not make it a follow-up, and it opens a segment even when its own words are few. A
+   request in any words (SEGMENT_REQUEST_FORMS: "can we ...", "i'd like ...", "let's ...")
+   right after such a done outcome, with at least SEGMENT_AFTER_DONE_NOVELTY of its content
+   words new, opens a segment: the next piece of work after one finished. The work verbs
+   include a review, a release ("bump the version"), a refactoring and an exploration.
+   Such a segment is never merged away as a lone turn. (No
    time-gap rule: see tuning.py.) Maximum span: a segment longer than
    SEGMENT_MAX_TURNS is cut so its first part fits (both parts when it is at most twice that),
    before a turn that is neither a follow-up nor a short prompt if any, then the least similar,
@@ -112,7 +119,9 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    names it. A path (cwd, repository) never matches.
 
 Scaffolding (scaffolding.py) is never a title, a decision or an insight: titles come from the
-prompt's subject, else the first answer's heading without its status word, else the task title;
+prompt's subject (a sentence or a head before a colon made only of announcement words,
+SEGMENT_TITLE_ANNOUNCE_WORDS: "ok, let's add a new feature.", "One more change:", is skipped for
+what follows it), else the first answer's heading without its status word, else the task title;
 distillation reads answers without headings, checklists and injected blocks, and a placeholder,
 checklist line, slash command, review finding (`[P1] ...`), template instruction or status line
 never carries a cue; an answer rule looks past progress reports ("I've created ...") and data

@@ -28,6 +28,9 @@ class RuleTurn:
     new_question: bool = False
     # The prompt refers back (a follow-up, a paste, "this change", "still no").
     follow_up: bool = False
+    # ... by its words ("this change", "still no"), and by pasting output.
+    refers_back: bool = False
+    pasted: bool = False
     # This turn opens a segment by the purpose rule or the maximum span (never merged away).
     opens_purpose: bool = False
 

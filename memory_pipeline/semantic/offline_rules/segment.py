@@ -31,6 +31,7 @@ from memory_pipeline.semantic.offline_rules.patterns import (
     FOLLOW_UP,
     PROBLEM_OPENER,
     QUESTION_WORD,
+    REQUEST_FORM,
     REQUEST_OPENER,
     SHIFT,
     clean,
@@ -102,9 +103,8 @@ class OfflineRulesBackend:
             c.update(content_terms(t.outcome))
             counts.append(c)
             head = subject[: T.SEGMENT_SHIFT_CUE_SCAN_CHARS]
-            follow_up = bool(
-                CONTINUATION.search(head) or FOLLOW_UP.search(subject) or has_paste(t.prompt)
-            )
+            refers_back = bool(CONTINUATION.search(head) or FOLLOW_UP.search(subject))
+            pasted = has_paste(t.prompt)
             turns.append(
                 RuleTurn(
                     turn=t,
@@ -117,7 +117,9 @@ class OfflineRulesBackend:
                     new_request=bool(REQUEST_OPENER.match(head) or PROBLEM_OPENER.match(head)),
                     problem_report=bool(PROBLEM_OPENER.match(head)),
                     new_question=_is_question(subject),
-                    follow_up=follow_up,
+                    follow_up=refers_back or pasted,
+                    refers_back=refers_back,
+                    pasted=pasted,
                 )
             )
         n = len(counts)
@@ -219,7 +221,12 @@ class OfflineRulesBackend:
                 boundary = False
             elif t.shift_cue:
                 boundary = sim < T.SEGMENT_CUE_KEEP_THRESHOLD
-            elif len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS or t.correction_cue:
+            elif t.correction_cue or (
+                len(t.prompt_terms) < T.SEGMENT_MIN_PROMPT_TERMS
+                and not (t.problem_report and t.pasted)
+            ):
+                # A short prompt never opens a segment, unless it reports a problem and pastes
+                # it ("I'm getting this error:" and a traceback).
                 boundary = False
             else:
                 t.opens_purpose = self._opens_purpose(turns, i, current)
@@ -238,18 +245,31 @@ class OfflineRulesBackend:
         """The purpose rule (tuning: SEGMENT_REQUEST_OPENERS...): a new request, problem report
         or question that refers to nothing said and whose words are mostly new."""
         t = turns[i]
-        if t.follow_up or t.continuation_cue:
-            return False
         previous = turns[i - 1].turn
-        if t.problem_report and _says_done(previous.outcome):
-            return True  # a new problem with what was just reported done: a bug hunt
-        if not (t.new_request or t.new_question):
+        if (
+            t.problem_report
+            and not t.continuation_cue
+            and (t.pasted or not t.refers_back)
+            and _says_done(previous.outcome)
+        ):
+            # A new problem with what was just reported done: a bug hunt ("I'm getting this
+            # error:" and the pasted error are not a follow-up of the work).
+            return True
+        if t.follow_up or t.continuation_cue:
             return False
         words = set(t.prompt_terms)
         known: set[str] = set(content_terms(turns[i - 1].turn.outcome))
         for j in current:
             known.update(turns[j].prompt_terms)
         novelty = len(words - known) / len(words)
+        if (
+            REQUEST_FORM.match(t.subject)
+            and _says_done(previous.outcome)
+            and novelty >= T.SEGMENT_AFTER_DONE_NOVELTY
+        ):
+            return True  # the next piece of work after one reported done
+        if not (t.new_request or t.new_question):
+            return False
         if t.new_request:
             return novelty >= T.SEGMENT_NEW_REQUEST_NOVELTY
         return (

@@ -92,6 +92,8 @@ def _title_from_prompt(prompt: str) -> str:
         s = SHIFT_PREAMBLE.sub("", s)
         s = TITLE_OPENERS.sub("", _CONTEXT_LEAD.sub("", GREETING.sub("", s)))
         s = strip_end(TITLE_TAIL.split(s, maxsplit=1)[0])
+        if _announces_only(s):
+            continue  # "Add a new feature." names nothing: the next sentence does
         if len(content_terms(s)) >= 2 or (s and len(s.split()) >= 3):
             sentences.append(s)
     if not sentences:
@@ -108,7 +110,21 @@ def _title_from_prompt(prompt: str) -> str:
         if questions:
             first = questions[0]
         else:
-            head = re.split(r"\s*(?:[:;]|\s[–—-])\s", first, maxsplit=1)[0]
-            if len(head.split()) >= 3:
+            head, *rest = re.split(r"\s*(?:[:;]|\s[–—-])\s", first, maxsplit=1)
+            if _announces_only(head) and rest:
+                first = TITLE_OPENERS.sub("", rest[0])  # "One more change: X" -> "X"
+            elif len(head.split()) >= 3:
                 first = head
     return capitalize_first(trim_words(first, T.SEGMENT_TITLE_MAX_CHARS))
+
+
+_ANNOUNCE = frozenset(content_terms(T.SEGMENT_TITLE_ANNOUNCE_WORDS))
+
+
+def _announces_only(sentence: str) -> bool:
+    """Only announcement words ("One more thing", "let's add a new feature"), at most
+    SEGMENT_TITLE_ANNOUNCE_MAX_WORDS words."""
+    words = sentence.split()
+    return 0 < len(words) <= T.SEGMENT_TITLE_ANNOUNCE_MAX_WORDS and all(
+        t in _ANNOUNCE for t in content_terms(sentence)
+    )
