@@ -57,23 +57,24 @@ _CORES = max(1, os.cpu_count() or 1)
 
 class Gate:
     """At most `slots` calls run at once; the others wait in line while the estimated wait
-    (calls ahead / min(slots, cores) x the recent seconds per call) stays within `max_wait_s`."""
+    (calls ahead x the recent seconds per call) stays within `max_wait_s`. A call's seconds are
+    its time divided by the calls in flight with it (Little's law: n calls that each take t
+    seconds finish one every t/n seconds), so the estimate follows the throughput the cores
+    really give, whether 8 threads share 2 cores or one call runs alone."""
 
     def __init__(self, slots: int, max_wait_s: float) -> None:
         self.slots = max(1, slots)
         self.max_wait_s = max_wait_s
         self.active = 0
         self.waiting = 0
-        self.seconds_per_call = 0.05  # a moving average of the recent calls' service time
+        self.seconds_per_call = 0.05  # a moving average: a call's time / the calls in flight
         self._semaphore: asyncio.Semaphore | None = None
 
     def estimated_wait(self) -> float:
         ahead = self.active + self.waiting - self.slots + 1
         if ahead <= 0:
             return 0.0
-        # More slots than cores do not finish calls faster than the cores do: a call's time
-        # measured while few ran would promise too short a wait to a line of hundreds.
-        return ahead / min(self.slots, _CORES) * self.seconds_per_call
+        return ahead * self.seconds_per_call
 
     async def run(self, call: Callable[[], Any]) -> Any:
         """`call()` returns (value, seconds the slot was busy with it): that time, measured by
@@ -90,12 +91,14 @@ class Gate:
         finally:
             self.waiting -= 1
         self.active += 1
+        in_flight = self.active
         try:
             value, took = await call()
+            in_flight = (in_flight + self.active) / 2  # the calls beside it, start and end
         finally:
             self.active -= 1
             self._semaphore.release()
-        self.seconds_per_call = 0.8 * self.seconds_per_call + 0.2 * took
+        self.seconds_per_call = 0.8 * self.seconds_per_call + 0.2 * took / in_flight
         return value
 
 
