@@ -163,11 +163,23 @@ async def test_the_gate_estimates_the_wait_from_the_calls_ahead() -> None:
 
 
 def _request(sock: socket.socket, port: int) -> bytes:
-    """One keep-alive HTTP request on `sock` (no token: a quick 401), the response's first bytes."""
+    """One keep-alive HTTP request on `sock` (no token: a quick 401): the response's head, its
+    body read to the end so the next request's answer is not read as this one's."""
     sock.sendall(
         f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: keep-alive\r\n\r\n".encode()
     )
-    return sock.recv(4096)
+    response = b""
+    while b"\r\n\r\n" not in response:  # the head, then the body its Content-Length gives
+        response += sock.recv(4096)
+    head, _, body = response.partition(b"\r\n\r\n")
+    length = int(
+        next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")).split(
+            b":"
+        )[1]
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head
 
 
 def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(reader_url: str) -> None:

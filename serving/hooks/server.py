@@ -286,9 +286,11 @@ def serve(
         service.forget_connections()  # each process (and thread) connects on its own
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    server = HookServer(path, service)
+    server: HookServer | None = None
     children: list[int] = []
     try:
+        # Inside the try: a SIGTERM the moment the socket is bound still removes it below.
+        server = HookServer(path, service)
         for _ in range(max(0, processes - 1)):
             # SIGTERM waits while forking: Python runs its handler (sys.exit) in whatever code
             # comes next, and during a fork that is the at-fork callbacks (logging's), which
@@ -317,8 +319,8 @@ def serve(
         for pid in children:
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
-        if _socket_is_ours(path, server.socket_inode):
-            with contextlib.suppress(OSError):
+        if server is None or _socket_is_ours(path, server.socket_inode):
+            with contextlib.suppress(OSError):  # None: stopped while binding the socket it made
                 os.unlink(path)
     return server
 
