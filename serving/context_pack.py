@@ -7,7 +7,7 @@ before the one before it, since an answer follows its question). Each memory is 
 a title line, its provenance ids and its excerpts, counted as rendered (`serving/render.py`).
 
 Excerpts are packed greedily by priority (`excerpt_priority`, weights in
-`memory_pipeline/tuning.py`): the fused ranks of the passage itself and of its memory, so the
+`memory_pipeline/tuning/`): the fused ranks of the passage itself and of its memory, so the
 turn that matched best comes first whichever memory holds it, a turn or message that says more
 before a short reply ranked as high (`substance`), and a further excerpt of a memory already in
 the pack is favoured (it costs no title or provenance lines). A turn is packed message by

@@ -1,6 +1,7 @@
 """Retrieval evaluation against a gold set of queries and the turns that must be found.
 
-Two measures, each over the production code with the weights of `memory_pipeline/tuning.py`:
+Two measures, each over the production code with the weights of
+`memory_pipeline/tuning/retrieval.py`:
 
 - **Ranking**: Recall@5, Recall@10 and MRR for BM25 only, vectors only and the full pipeline. A
   result finds a gold item when the item's turn is in the result's provenance (the check

@@ -1,6 +1,7 @@
 """The utility rerank: each term a small pure function, the total a weighted sum.
 
-Weights and constants come from `memory_pipeline/tuning.py`; the formula is documented there.
+Weights and constants come from `memory_pipeline/tuning/retrieval.py`; the formula is documented
+there.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ document that answers it. A result finds it when it is a `source` memory of that
 passage holds the phrase (whitespace normalised), so the measure survives any change of chunking
 that keeps the answer in one passage.
 
-Measures, over the production search of `serving.search` with the weights of tuning.py:
+Measures, over the production search of `serving.search` with the weights of tuning/retrieval.py:
 Recall@5, Recall@10 and MRR per channel (BM25, vectors, full), and the share of questions whose
 evidence phrase is in the context pack built within 1,000 and 2,000 tokens.
 """

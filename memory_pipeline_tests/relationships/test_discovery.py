@@ -2,7 +2,7 @@
 near-duplicates, offline reversals, idempotence and expiry, and what serving shows of them.
 
 Vectors are the real offline embedder's (embed_window with MiniLM), so the thresholds in
-tuning.py are exercised as in production.
+tuning/ are exercised as in production.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
    words new, opens a segment: the next piece of work after one finished. The work verbs
    include a review, a release ("bump the version"), a refactoring and an exploration.
    Such a segment is never merged away as a lone turn. (No
-   time-gap rule: see tuning.py.) Maximum span: a segment longer than
+   time-gap rule: see tuning/semantic.py.) Maximum span: a segment longer than
    SEGMENT_MAX_TURNS is cut so its first part fits (both parts when it is at most twice that),
    before a turn that is neither a follow-up nor a short prompt if any, then the least similar,
    then the latest; repeated until every segment fits. Every rule is deterministic: the same
@@ -74,9 +74,9 @@ validated `PassResult` out), built from four rule sets, all tuned in `memory_pip
       A bare "no" (DECLINE) to the offer closing the previous outcome (OFFER: "Want me to swap
       them anyway?") is a decision to keep things as they are, with the reason given before the
       offer, citing both turns.
-   Stricter readings (tuning.py): the answer to a choice question is a decision only when it
-   says what was chosen (yes/no, an imperative of choice, one of the question's options, or a
-   CHOICE_MARKER such as "I'd", "rather than", "is now"), so a fact that answers "What about the
+   Stricter readings (tuning/semantic.py): the answer to a choice question is a decision only
+   when it says what was chosen (yes/no, an imperative of choice, one of the question's options, or
+   a CHOICE_MARKER such as "I'd", "rather than", "is now"), so a fact that answers "What about the
    webhooks during downtime?" is none; an answer that opens with a plan ("I'll finish ...",
    PLAN_OPENING) is no insight, and neither is the answer to a request for a text ("list what
    went wrong", WRITING_REQUEST); a remark ("That's wild", "That's acceptable if ...", REMARK)
