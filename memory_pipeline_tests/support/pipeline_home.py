@@ -12,6 +12,7 @@ Helpers read Dagster's state the way an operator would: the `runs`, `concurrency
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -109,17 +110,36 @@ class PipelineHome:
         )
         return {r[0] for r in rows}
 
-    def sensor_runs(self, sensor: str) -> dict[str, str]:
-        """Runs the sensor requested (not their retries, which carry the same tags)."""
+    def sensor_runs(self, sensor: str, tag: str = "dagster/sensor_name") -> dict[str, str]:
+        """Runs the sensor requested (not their retries, which carry the same tags); with
+        tag="dagster/schedule_name", the runs a schedule of that name requested."""
         rows = self.query(
             "SELECT r.run_id, r.status FROM runs r JOIN run_tags t ON t.run_id = r.run_id"
-            " WHERE t.key = 'dagster/sensor_name' AND t.value = %s AND NOT EXISTS ("
+            " WHERE t.key = %s AND t.value = %s AND NOT EXISTS ("
             "  SELECT 1 FROM run_tags p WHERE p.run_id = r.run_id"
             "  AND p.key = 'dagster/parent_run_id')"
             " ORDER BY r.create_timestamp",
-            (sensor,),
+            (tag, sensor),
         )
         return dict(rows)  # type: ignore[arg-type]
+
+    def last_ticks(self, limit: int = 8) -> list[str]:
+        """The daemon's newest sensor and schedule ticks, each with its skip reason or error (for
+        a failing test's message: what the daemon decided)."""
+        rows = self.query(
+            "SELECT timestamp, status, tick_body FROM job_ticks ORDER BY id DESC LIMIT %s",
+            (limit,),
+        )
+        lines = []
+        for at, status, body in rows:
+            try:
+                data = json.loads(body)
+                name = data.get("instigator_name", "")
+                why = data.get("skip_reason") or (data.get("error") or {}).get("message", "")
+            except (TypeError, ValueError, AttributeError):
+                name, why = "", str(body)
+            lines.append(f"{at} {name} {status} {str(why)[:200]}")
+        return lines
 
     def retries_of(self, run_id: str) -> dict[str, str]:
         """Retries of a run (run id -> status)."""

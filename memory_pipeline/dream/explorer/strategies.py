@@ -163,7 +163,9 @@ def contradiction_hunt(conn: psycopg.Connection, ctx: ExploreContext) -> list[Sl
     """Live `contradicts` edges between active memories (newer -> older): something believed
     may have been reversed. These slices always reach the panel, so they are bounded by the
     run's slice bound (DREAM_SLICES_PER_RUN), not the strategy's; edges between two decisions
-    come first."""
+    come first, then the newest reversal, a distilled memory before its near-duplicate
+    restatement, then by text: never by the edges' insertion time (one transaction writes them
+    all) or the random ids, so every home of the same memories dreams the same."""
     rows = _rows(
         conn,
         "SELECT r.source_id::text, r.target_id::text, coalesce(r.note, '')"
@@ -171,8 +173,9 @@ def contradiction_hunt(conn: psycopg.Connection, ctx: ExploreContext) -> list[Sl
         " JOIN memories s ON s.id = r.source_id JOIN memories t ON t.id = r.target_id"
         " WHERE r.relation_type = 'contradicts' AND r.expired_at IS NULL"
         " AND s.status = 'active' AND t.status = 'active'"
-        " ORDER BY (s.type = 'decision' AND t.type = 'decision') DESC, r.created_at DESC,"
-        " r.source_id, r.target_id LIMIT %(n)s",
+        " ORDER BY (s.type = 'decision' AND t.type = 'decision') DESC, s.created_at DESC,"
+        " s.duplicate_of IS NOT NULL, t.created_at DESC, md5(s.title || s.content),"
+        " md5(t.title || t.content), r.source_id, r.target_id LIMIT %(n)s",
         {"n": tuning.DREAM_SLICES_PER_RUN},
     )
     return [
