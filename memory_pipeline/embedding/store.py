@@ -102,6 +102,7 @@ def embed_window(
             f" WHERE {_WINDOW}"
             f" AND (e.memory_id IS NULL OR e.content_sha256 <> {_sql_sha(_MEMORY_TEXT)})"
         ),
+        key="m.id",
         lock="m",
         insert=(
             "INSERT INTO memory_embeddings (memory_id, space, embedding, content_sha256)"
@@ -152,6 +153,7 @@ def embed_window(
         embedder,
         what="passages",
         select=f"SELECT p.id, {EMBED_TEXT_SQL}" + passage_from + stale_passage,
+        key="p.id",
         lock="p",
         insert=(
             "INSERT INTO passage_embeddings (passage_id, space, embedding, content_sha256)"
@@ -175,7 +177,7 @@ def embed_window(
             f" WHERE {_WINDOW} AND {PIECES_WHERE}"
             f" AND (e.passage_id IS NULL OR e.content_sha256 <> {_sql_sha(PIECE_TURN_TEXT)})"
         ),
-        keys=2,
+        key=f"p.id, {PIECE_NUMBER}",
         vectors=lambda rows: span_vectors_reusing(embedder, [(r[2], (r[3], r[4])) for r in rows]),
         lock="p",
         insert=(
@@ -206,29 +208,37 @@ def _embed_claimed(
     insert: str,
     params: dict[str, object],
     progress: Callable[[str], None] | None,
-    keys: int = 1,
+    key: str,
     vectors: Callable[[list[tuple]], np.ndarray] | None = None,
 ) -> int:
     """Embed stale rows batch by batch, each batch claimed under row locks for its transaction.
 
-    `select` returns the `keys` key columns and then the text of the stale rows (and what else
-    `vectors` needs to embed a batch of rows; by default the text is embedded), claimed in the
-    order of the key columns; `insert` takes the key, the space, the vector and the text's
-    hash. Rows locked by another run are skipped and the staleness test runs again for every
-    batch, so nothing is embedded twice.
+    `select` (ending in its WHERE clause) returns the key columns, `key` (their SQL, comma
+    separated), and then the text of the stale rows (and what else `vectors` needs to embed a
+    batch of rows; by default the text is embedded), claimed in key order; `insert` takes the
+    key, the space, the vector and the text's hash. Rows locked by another run are skipped and
+    the staleness test runs again for every batch, so nothing is embedded twice. Each batch
+    starts after the last key of the one before: the staleness test (a hash of every row's
+    text) then runs once per row, not once per row per batch (issue 36: at 10,000 turns that
+    repetition cost the embedding step a third of its time).
     """
+    keys = key.count(",") + 1
     vectors = vectors or (lambda rows: embed_reusing(embedder, [row[keys] for row in rows]))
     order = ", ".join(str(k) for k in range(1, keys + 1))
     todo = conn.execute(f"SELECT count(*) FROM ({select}) s", params).fetchone()[0]  # type: ignore[index]
+    after = f" AND ({key}) > ({', '.join(f'%(after{k})s' for k in range(keys))})"
+    last: dict[str, object] = {}
     done = 0
     while True:
         with conn.transaction():
             rows = conn.execute(
-                f"{select} ORDER BY {order} LIMIT %(batch)s FOR UPDATE OF {lock} SKIP LOCKED",
-                {**params, "batch": EMBED_BATCH_SIZE},
+                f"{select}{after if last else ''} ORDER BY {order} LIMIT %(batch)s"
+                f" FOR UPDATE OF {lock} SKIP LOCKED",
+                {**params, **last, "batch": EMBED_BATCH_SIZE},
             ).fetchall()
             if not rows:
                 break
+            last = {f"after{k}": rows[-1][k] for k in range(keys)}
             with conn.cursor() as cur:
                 cur.executemany(
                     insert,

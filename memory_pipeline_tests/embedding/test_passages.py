@@ -343,3 +343,24 @@ def test_an_empty_memory_still_has_one_passage(conn, text: str) -> None:  # type
     assert [(p[1], p[2]) for p in passages(conn, mid)] == [(0, "")]
     assert report.serving_space == LOCAL_SPACE
     assert embed_window(conn, get_minilm(), *ALL).passages_cut == 0
+
+
+def test_batches_after_the_first_start_where_the_last_ended(conn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Each batch resumes after the previous batch's last key (memory, passage, and passage +
+    # message number): with batches of 2, every memory, passage and message still gets exactly
+    # one vector, and nothing is left for a re-run.
+    monkeypatch.setattr("memory_pipeline.embedding.store.EMBED_BATCH_SIZE", 2)
+    for i in range(5):
+        add_memory(conn, f"Note {i}", f"Backup note number {i} about restic snapshots.")
+    add_segment(conn, TURNS)
+    add_segment(conn, TURNS[:2], native_id="thread-2")
+    report = embed_window(conn, get_minilm(), *ALL)
+    counts = conn.execute(
+        "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_embeddings),"
+        " (SELECT count(*) FROM memory_passages), (SELECT count(*) FROM passage_embeddings),"
+        " (SELECT count(*) FROM passage_piece_embeddings)"
+    ).fetchone()
+    assert counts[0] == counts[1] == 7 and counts[2] == counts[3]  # type: ignore[index]
+    assert report.pieces_embedded == counts[4] == 8  # type: ignore[index]
+    again = embed_window(conn, get_minilm(), *ALL)
+    assert (again.embedded, again.passages_embedded, again.pieces_embedded) == (0, 0, 0)
