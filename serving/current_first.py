@@ -237,15 +237,17 @@ def _cues(cues: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _PAST = _cues(tuning.PACK_PAST_CUES)
-_CURRENT = _cues(tuning.PACK_CURRENT_STATE_CUES + tuning.PACK_FINAL_VALUE_CUES)
-_CUE_WORDS = frozenset(
-    tokens(" ".join(tuning.PACK_CURRENT_STATE_CUES + tuning.PACK_FINAL_VALUE_CUES))
+_NEWEST_ANSWERS = (
+    tuning.PACK_CURRENT_STATE_CUES + tuning.PACK_FINAL_VALUE_CUES + tuning.PACK_PLAN_CUES
 )
+_CURRENT = _cues(_NEWEST_ANSWERS)
+_CUE_WORDS = frozenset(tokens(" ".join(_NEWEST_ANSWERS)))
 
 
 def asks_for_current(query: str) -> bool:
-    """Whether the query asks for a value as it is now or as it ended ("... now?", "these
-    days", "ended up", "the final ..."): the newest statement answers it."""
+    """Whether the query asks for a value as it is now, as it ended, or as it is planned ("...
+    now?", "these days", "ended up", "the final ...", "planning to"): the newest statement
+    answers it."""
     return bool(_CURRENT.search(query))
 
 

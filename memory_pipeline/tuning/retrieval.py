@@ -251,6 +251,18 @@ PACK_FINAL_VALUE_CUES = (
     "these days",
     "at the moment",
 )
+# A question about a plan ("when are they planning to move in?", "how many plants is she
+# planning for next season?", "where is the wedding going to be?"): a plan is revised by a
+# later one, so like PACK_FINAL_VALUE_CUES the newest statement answers it.
+PACK_PLAN_CUES = (
+    "planning",
+    "plan to",
+    "plans to",
+    "plans for",
+    "going to be",
+    "next season",
+    "next year",
+)
 
 # --- intent router: entity packs (serving/router.py, serving/entity_pack.py) -----------------
 # LOOKUP packs at most this many mentions (the latest that match the question best).

@@ -181,6 +181,12 @@ def test_questions_about_the_present_and_the_past_are_told_apart() -> None:
     assert asks_for_current("How much did the bank end up lending Priya?")
     assert asks_for_current("How much is a cardamom knot these days?")
     assert not asks_for_current("Which event did Tomás enter for his first triathlon?")
+    # A plan is revised by a later plan: the newest one answers, and "how many ... planning"
+    # asks for one number, not every mention.
+    assert asks_for_current("When are Ines's family planning to actually live in the farmhouse?")
+    assert asks_for_current("Where is Omar's wedding going to be?")
+    assert intent_of("How many tomato plants is Ines planning for next season?") == "recall"
+    assert not asks_for_current("Which plants did Ines grow in the greenhouse?")
     assert asks_about_past("What did the first version of the rate limiter use?")
     assert asks_about_past("Where did the stand-up used to be?")
     assert not asks_about_past("How low will the savings fall before the paychecks begin?")
